@@ -1,0 +1,20 @@
+//! nightshift-core: everything that decides and does. No terminal I/O lives here; the binary
+//! parses, calls into this crate, and renders.
+//!
+//! Rooms (see DESIGN.md §3): [`config`] reads `nightshift.toml`, [`plan`] turns plan sources into
+//! items, [`store`] is the journal and the state it folds into, [`engine`] schedules items through
+//! the pipeline, [`session`] supervises one process, [`git`] wraps the git CLI and worktrees,
+//! [`check`] runs the oracle, [`workspace`] knows where things live on disk, [`halt`] is the
+//! loop contract (halt reasons and exit classes).
+
+pub mod check;
+pub mod clock;
+pub mod config;
+pub mod engine;
+pub mod failpoint;
+pub mod git;
+pub mod halt;
+pub mod plan;
+pub mod session;
+pub mod store;
+pub mod workspace;

@@ -1,1 +1,57 @@
-fn main() {}
+//! The `nightshift` binary: parses, calls the core, renders. Exit codes follow DESIGN.md §7
+//! (see `docs/exit-codes.md`).
+
+mod cli;
+mod commands;
+mod error;
+mod json;
+mod render;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+use crate::cli::{Cli, Command};
+use crate::error::CommandError;
+
+fn main() -> ExitCode {
+    // The scripted agent runs inside this binary so `nightshift demo` needs nothing else
+    // installed; it is dispatched before clap so its own arguments pass through untouched.
+    let mut args = std::env::args_os();
+    let _argv0 = args.next();
+    let rest: Vec<_> = args.collect();
+    if rest.first().is_some_and(|a| a == "__fake-agent") {
+        return exit(fake_agent::run_cli(rest.into_iter().skip(1)));
+    }
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(err) => {
+            let code = match err.kind() {
+                clap::error::ErrorKind::DisplayHelp
+                | clap::error::ErrorKind::DisplayVersion
+                | clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => 0,
+                _ => nightshift_core::halt::ExitClass::Invariant.code(),
+            };
+            let _ = err.print();
+            return exit(code);
+        }
+    };
+    let result = match cli.command {
+        Command::Init(args) => commands::init::run(&args),
+        Command::Run(args) => commands::run::run(&args),
+        Command::Status(args) => commands::status::run(&args),
+        Command::Log(args) => commands::log::run(&args),
+        Command::Demo(args) => commands::demo::run(&args),
+    };
+    match result {
+        Ok(code) => exit(code),
+        Err(err) => exit(err.report()),
+    }
+}
+
+fn exit(code: i32) -> ExitCode {
+    ExitCode::from(u8::try_from(code).unwrap_or(1))
+}
+
+/// The result of a command: the exit code to leave with.
+pub type CommandResult = Result<i32, CommandError>;

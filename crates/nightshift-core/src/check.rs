@@ -1,0 +1,42 @@
+//! The oracle: run the check command (through `sh -c`) under supervision and say green or red.
+//! Exit 0 within the timeout is green; everything else is red. Parsing test results into
+//! failing sets comes later (issue 5); the raw output is always kept.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::session::{self, Outcome, ProcessEnd, ProcessSpec, SessionError};
+
+/// How much check output is kept in memory for feedback to the next iteration.
+pub const FEEDBACK_BYTES: usize = 16 * 1024;
+
+/// One check run.
+#[derive(Debug, Clone)]
+pub struct CheckRun {
+    pub green: bool,
+    pub end: ProcessEnd,
+}
+
+/// Runs `command` in `cwd` with `timeout`, teeing output to `log`.
+pub fn run(
+    command: &str,
+    cwd: PathBuf,
+    env: Vec<(String, String)>,
+    timeout: Duration,
+    log: PathBuf,
+) -> Result<CheckRun, SessionError> {
+    let spec = ProcessSpec {
+        argv: vec!["sh".into(), "-c".into(), command.into()],
+        cwd,
+        env,
+        timeout,
+        kill_grace: Duration::from_secs(5),
+        log,
+        tail_bytes: FEEDBACK_BYTES,
+    };
+    let end = session::run(&spec)?;
+    Ok(CheckRun {
+        green: end.outcome == Outcome::Completed,
+        end,
+    })
+}

@@ -1,0 +1,418 @@
+//! The raw shape of `nightshift.toml` as serde reads it, and its validation into [`Config`].
+
+use std::collections::HashMap;
+use std::ops::Range;
+use std::path::PathBuf;
+
+use serde::Deserialize;
+use toml::Spanned;
+
+use super::{
+    AgentConfig, AgentKind, CheckConfig, Config, DEFAULT_CHECK_TIMEOUT, DEFAULT_MAX_ATTEMPTS,
+    DEFAULT_MAX_ITERATIONS, IntegrateConfig, ItemConfig, Limits, SourceError, parse_duration,
+};
+use crate::plan::{ID_HELP, validate_id};
+
+const EXAMPLE_HELP: &str = "see `nightshift init` for a commented example";
+const AGENT_COMMAND_HELP: &str = "set `command = [\"program\", \"arg\", …]` under [agent]: the argv run in the attempt's worktree";
+/// Agent kinds that are planned but not implemented yet.
+const PLANNED_KINDS: &[&str] = &["claude", "codex", "gemini", "aider"];
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawConfig {
+    plan: Option<Spanned<String>>,
+    agent: Option<Spanned<RawAgent>>,
+    check: Option<RawCheck>,
+    limits: Option<RawLimits>,
+    integrate: Option<RawIntegrate>,
+    item: Option<Vec<Spanned<RawItem>>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawAgent {
+    kind: Option<Spanned<String>>,
+    command: Option<Spanned<Vec<String>>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawCheck {
+    command: Option<Spanned<String>>,
+    timeout: Option<Spanned<String>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawLimits {
+    max_iterations: Option<Spanned<u32>>,
+    max_attempts: Option<Spanned<u32>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawIntegrate {
+    target: Option<Spanned<String>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawItem {
+    id: Option<Spanned<String>>,
+    prompt: Option<Spanned<String>>,
+    check: Option<Spanned<String>>,
+}
+
+/// Parses and validates; the first problem found is returned.
+pub(super) fn parse(source: &str, file_name: &str) -> Result<Config, Box<SourceError>> {
+    let ctx = Ctx { file_name, source };
+    let raw: RawConfig = toml::from_str(source).map_err(|error| ctx.toml_error(&error))?;
+    ctx.validate(raw)
+}
+
+struct Ctx<'a> {
+    file_name: &'a str,
+    source: &'a str,
+}
+
+impl Ctx<'_> {
+    fn error(&self, span: Range<usize>, message: impl Into<String>) -> SourceError {
+        SourceError::new(self.file_name, self.source, span, message)
+    }
+
+    /// A syntax or schema error from the toml crate: keep its message line and span, drop its
+    /// own rendering of the location and snippet.
+    fn toml_error(&self, error: &toml::de::Error) -> SourceError {
+        let span = error.span().unwrap_or(0..0);
+        let message = error.message().trim();
+        let error = self.error(span.clone(), message);
+        if let Some(rest) = message.strip_prefix("unknown field `") {
+            let field = rest.split('`').next().unwrap_or_default();
+            if field == "plan" {
+                return error.with_help(
+                    "`plan` is a top-level key: move it above the first [table] of the file",
+                );
+            }
+            return error.with_help(EXAMPLE_HELP);
+        }
+        let spanned_key = self
+            .source
+            .get(span)
+            .map(|text| text.trim_matches(['[', ']', ' ']));
+        if spanned_key == Some("item") && message.contains("expected a sequence") {
+            return error.with_help("items are written `[[item]]`, with double brackets");
+        }
+        error
+    }
+
+    fn validate(&self, raw: RawConfig) -> Result<Config, Box<SourceError>> {
+        let agent = self.agent(raw.agent)?;
+        let check = self.check(raw.check)?;
+        let limits = self.limits(raw.limits)?;
+        let integrate = self.integrate(raw.integrate)?;
+        let plan =
+            match raw.plan {
+                Some(plan) if plan.get_ref().trim().is_empty() => {
+                    return Err(self.error(plan.span(), "`plan` is empty").with_help(
+                    "give the path of a Markdown checklist relative to the repository root, \
+                     e.g. `plan = \"TODO.md\"`",
+                ).into());
+                }
+                other => other,
+            };
+        let raw_items = raw.item.unwrap_or_default();
+        let items = self.items(&raw_items)?;
+
+        if items.is_empty() && plan.is_none() {
+            return Err(self
+                .error(0..0, "no work to do: there is no [[item]] and no `plan`")
+                .with_help(
+                    "add an [[item]] with an `id` and a `prompt`, or a Markdown checklist with \
+                     `plan = \"TODO.md\"` at the top of the file",
+                )
+                .into());
+        }
+        if check.command.is_none() {
+            let unchecked = raw_items
+                .iter()
+                .zip(&items)
+                .find(|(_, item)| item.check.is_none());
+            if let Some((raw_item, item)) = unchecked {
+                return Err(self
+                    .error(
+                        raw_item.span(),
+                        format!(
+                            "no check for item `{}`: [check] has no `command` and the item has no `check`",
+                            item.id
+                        ),
+                    )
+                    .with_help(
+                        "add `command = \"…\"` under [check], or a `check` to this item",
+                    ).into());
+            }
+            if let Some(plan) = &plan {
+                return Err(self
+                    .error(
+                        plan.span(),
+                        "no check for the items of `plan`: [check] has no `command`",
+                    )
+                    .with_help(
+                        "add `command = \"…\"` under [check]; Markdown checklist items use it",
+                    )
+                    .into());
+            }
+        }
+
+        Ok(Config {
+            agent,
+            check,
+            limits,
+            integrate,
+            plan: plan.map(|plan| PathBuf::from(plan.into_inner())),
+            items,
+        })
+    }
+
+    fn agent(&self, raw: Option<Spanned<RawAgent>>) -> Result<AgentConfig, Box<SourceError>> {
+        let Some(raw) = raw else {
+            return Err(self.error(0..0, "missing [agent] table").with_help(format!(
+                "add `[agent]` with `kind = \"command\"` and `command = [\"program\", \"arg\", …]`; \
+                 {EXAMPLE_HELP}"
+            )).into());
+        };
+        let header = raw.span();
+        let raw = raw.into_inner();
+        let kind = match &raw.kind {
+            None => AgentKind::Command,
+            Some(kind) => self.agent_kind(kind)?,
+        };
+        let command = match (kind, raw.command) {
+            (AgentKind::Command, None) => {
+                return Err(self
+                    .error(header, "missing `command` in [agent]")
+                    .with_help(AGENT_COMMAND_HELP)
+                    .into());
+            }
+            (AgentKind::Command, Some(command)) => {
+                let span = command.span();
+                let command = command.into_inner();
+                match command.first() {
+                    None => {
+                        return Err(self
+                            .error(span, "`command` in [agent] is empty")
+                            .with_help(AGENT_COMMAND_HELP)
+                            .into());
+                    }
+                    Some(program) if program.trim().is_empty() => {
+                        return Err(self
+                            .error(span, "`command` in [agent] has an empty program name")
+                            .with_help(AGENT_COMMAND_HELP)
+                            .into());
+                    }
+                    Some(_) => command,
+                }
+            }
+        };
+        Ok(AgentConfig { kind, command })
+    }
+
+    fn agent_kind(&self, kind: &Spanned<String>) -> Result<AgentKind, Box<SourceError>> {
+        let name = kind.get_ref().as_str();
+        if let Some(known) = AgentKind::ALL.iter().find(|known| known.as_str() == name) {
+            return Ok(*known);
+        }
+        let valid = AgentKind::ALL
+            .iter()
+            .map(|kind| format!("`{kind}`"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        if PLANNED_KINDS.contains(&name) {
+            return Err(self
+                .error(kind.span(), format!("agent kind `{name}` is not supported yet"))
+                .with_help(format!(
+                    "use `kind = \"command\"` with `command = [\"{name}\", …]` to run it as a plain command"
+                )).into());
+        }
+        Err(self
+            .error(
+                kind.span(),
+                format!("unknown agent kind `{name}`, expected one of {valid}"),
+            )
+            .with_help(format!(
+                "valid kinds: {valid}; planned: {}",
+                PLANNED_KINDS
+                    .iter()
+                    .map(|kind| format!("`{kind}`"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ))
+            .into())
+    }
+
+    fn check(&self, raw: Option<RawCheck>) -> Result<CheckConfig, Box<SourceError>> {
+        let Some(raw) = raw else {
+            return Ok(CheckConfig {
+                command: None,
+                timeout: DEFAULT_CHECK_TIMEOUT,
+            });
+        };
+        let command = match raw.command {
+            None => None,
+            Some(command) => Some(self.command_line(command, "`command` in [check] is empty")?),
+        };
+        let timeout = match raw.timeout {
+            None => DEFAULT_CHECK_TIMEOUT,
+            Some(timeout) => parse_duration(timeout.get_ref()).map_err(|reason| {
+                self.error(
+                    timeout.span(),
+                    format!("invalid `timeout` in [check]: {reason}"),
+                )
+            })?,
+        };
+        Ok(CheckConfig { command, timeout })
+    }
+
+    /// A non-blank shell command line.
+    fn command_line(&self, raw: Spanned<String>, empty: &str) -> Result<String, Box<SourceError>> {
+        if raw.get_ref().trim().is_empty() {
+            return Err(self.error(raw.span(), empty).with_help(
+                "give a shell command line (run with `sh -c`; exit 0 means green), or remove the key",
+            ).into());
+        }
+        Ok(raw.into_inner())
+    }
+
+    fn limits(&self, raw: Option<RawLimits>) -> Result<Limits, Box<SourceError>> {
+        let raw = raw.unwrap_or(RawLimits {
+            max_iterations: None,
+            max_attempts: None,
+        });
+        Ok(Limits {
+            max_iterations: self.at_least_one(
+                raw.max_iterations,
+                "max_iterations",
+                DEFAULT_MAX_ITERATIONS,
+            )?,
+            max_attempts: self.at_least_one(
+                raw.max_attempts,
+                "max_attempts",
+                DEFAULT_MAX_ATTEMPTS,
+            )?,
+        })
+    }
+
+    fn at_least_one(
+        &self,
+        raw: Option<Spanned<u32>>,
+        key: &str,
+        default: u32,
+    ) -> Result<u32, Box<SourceError>> {
+        match raw {
+            None => Ok(default),
+            Some(value) if *value.get_ref() == 0 => Err(self
+                .error(
+                    value.span(),
+                    format!("`{key}` in [limits] must be at least 1"),
+                )
+                .with_help(format!("the default is {default}"))
+                .into()),
+            Some(value) => Ok(value.into_inner()),
+        }
+    }
+
+    fn integrate(&self, raw: Option<RawIntegrate>) -> Result<IntegrateConfig, Box<SourceError>> {
+        let target = match raw.and_then(|raw| raw.target) {
+            None => None,
+            Some(target) if target.get_ref().trim().is_empty() => {
+                return Err(self
+                    .error(target.span(), "`target` in [integrate] is empty")
+                    .with_help(
+                        "name a branch, e.g. `target = \"main\"`, or remove the key to use the \
+                         branch checked out when the run starts",
+                    )
+                    .into());
+            }
+            Some(target) => Some(target.into_inner()),
+        };
+        Ok(IntegrateConfig { target })
+    }
+
+    fn items(&self, raw_items: &[Spanned<RawItem>]) -> Result<Vec<ItemConfig>, Box<SourceError>> {
+        let mut items = Vec::with_capacity(raw_items.len());
+        // id → line of its first use
+        let mut seen: HashMap<&str, usize> = HashMap::new();
+        for raw in raw_items {
+            let header = raw.span();
+            let fields = raw.get_ref();
+            let Some(id) = &fields.id else {
+                return Err(self
+                    .error(header, "missing `id` in [[item]]")
+                    .with_help(format!("add `id = \"short-name\"`; {ID_HELP}"))
+                    .into());
+            };
+            if let Err(reason) = validate_id(id.get_ref()) {
+                return Err(self
+                    .error(
+                        id.span(),
+                        format!("invalid item id `{}`: {reason}", id.get_ref()),
+                    )
+                    .with_help(ID_HELP)
+                    .into());
+            }
+            if let Some(first_line) = seen.get(id.get_ref().as_str()) {
+                return Err(self
+                    .error(
+                        id.span(),
+                        format!(
+                            "duplicate item id `{}` (first used on line {first_line})",
+                            id.get_ref()
+                        ),
+                    )
+                    .with_help("item ids must be unique; rename one of them")
+                    .into());
+            }
+            let line = super::error::line_column(self.source, id.span().start).0;
+            seen.insert(id.get_ref(), line);
+            let prompt = match &fields.prompt {
+                Some(prompt) if !prompt.get_ref().trim().is_empty() => {
+                    prompt.get_ref().trim().to_owned()
+                }
+                Some(_) => {
+                    return Err(self
+                        .error(
+                            header,
+                            format!("item `{}` has an empty `prompt`", id.get_ref()),
+                        )
+                        .with_help("say what the agent should do in `prompt = \"…\"`")
+                        .into());
+                }
+                None => {
+                    return Err(self
+                        .error(header, format!("item `{}` has no `prompt`", id.get_ref()))
+                        .with_help("add `prompt = \"…\"` saying what the agent should do")
+                        .into());
+                }
+            };
+            let check = match &fields.check {
+                None => None,
+                Some(check) => Some(self.command_line(
+                    check.clone(),
+                    &format!("`check` of item `{}` is empty", id.get_ref()),
+                )?),
+            };
+            let end = [&fields.id, &fields.prompt, &fields.check]
+                .into_iter()
+                .flatten()
+                .map(|value| value.span().end)
+                .fold(header.end, usize::max);
+            items.push(ItemConfig {
+                id: id.get_ref().clone(),
+                prompt,
+                check,
+                span: header.start..end,
+            });
+        }
+        Ok(items)
+    }
+}

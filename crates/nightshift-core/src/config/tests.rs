@@ -1,0 +1,654 @@
+use super::*;
+
+type TestResult = Result<(), Box<dyn std::error::Error>>;
+
+const FULL: &str = r#"plan = "TODO.md"
+[agent]
+kind = "command"
+command = ["sh", "agent.sh"]
+[check]
+command = "sh check.sh"
+timeout = "90m"
+[limits]
+max_iterations = 5
+max_attempts = 4
+[integrate]
+target = "main"
+[[item]]
+id = "add-greeting"
+prompt = "Add a greet() function that …"
+check = "sh check.sh greet"
+"#;
+
+/// A valid prefix: agent and check, no items.
+const HEAD: &str =
+    "[agent]\ncommand = [\"sh\", \"agent.sh\"]\n[check]\ncommand = \"sh check.sh\"\n";
+
+fn error(source: &str) -> SourceError {
+    match parse(source, "nightshift.toml") {
+        Ok(config) => panic!("expected an error, got {config:?}"),
+        Err(ConfigError::Invalid(error)) => *error,
+        Err(other) => panic!("expected Invalid, got {other:?}"),
+    }
+}
+
+/// Asserts the error's position, the text its span covers, and that message and help contain
+/// the given fragments.
+#[track_caller]
+fn assert_error(source: &str, at: (usize, usize), span_text: &str, message: &str, help: &str) {
+    let error = error(source);
+    assert_eq!((error.line, error.column), at, "{error:?}");
+    assert_eq!(
+        &error.source_text[error.span.clone()],
+        span_text,
+        "{error:?}"
+    );
+    assert!(
+        error.message.contains(message),
+        "message: {:?}",
+        error.message
+    );
+    let actual_help = error.help.clone().unwrap_or_default();
+    assert!(actual_help.contains(help), "help: {actual_help:?}");
+    assert_eq!(error.file_name, "nightshift.toml");
+    assert_eq!(error.source_text, source);
+    assert_eq!(
+        error.to_string(),
+        format!("nightshift.toml:{}:{}: {}", at.0, at.1, error.message)
+    );
+}
+
+#[test]
+fn full_example_parses_with_its_values() -> TestResult {
+    let config = parse(FULL, FILE_NAME)?;
+    assert_eq!(
+        config,
+        Config {
+            agent: AgentConfig {
+                kind: AgentKind::Command,
+                command: vec!["sh".into(), "agent.sh".into()],
+            },
+            check: CheckConfig {
+                command: Some("sh check.sh".into()),
+                timeout: Duration::from_secs(90 * 60),
+            },
+            limits: Limits {
+                max_iterations: 5,
+                max_attempts: 4,
+            },
+            integrate: IntegrateConfig {
+                target: Some("main".into()),
+            },
+            plan: Some(PathBuf::from("TODO.md")),
+            items: vec![ItemConfig {
+                id: "add-greeting".into(),
+                prompt: "Add a greet() function that …".into(),
+                check: Some("sh check.sh greet".into()),
+                span: config.items[0].span.clone(),
+            }],
+        }
+    );
+    let span = &config.items[0].span;
+    assert_eq!(
+        &FULL[span.clone()],
+        "[[item]]\nid = \"add-greeting\"\nprompt = \"Add a greet() function that …\"\ncheck = \"sh check.sh greet\""
+    );
+    assert_eq!(
+        config.check_command(config.items[0].check.as_deref()),
+        Some("sh check.sh greet")
+    );
+    assert_eq!(config.check_command(None), Some("sh check.sh"));
+    Ok(())
+}
+
+#[test]
+fn defaults_apply_to_a_minimal_file() -> TestResult {
+    let source = "[agent]\ncommand = [\"agent\"]\n[check]\ncommand = \"true\"\n[[item]]\nid = \"a\"\nprompt = \"do a\"\n";
+    let config = parse(source, FILE_NAME)?;
+    assert_eq!(config.agent.kind, AgentKind::Command);
+    assert_eq!(config.check.timeout, Duration::from_secs(600));
+    assert_eq!(
+        config.limits,
+        Limits {
+            max_iterations: 3,
+            max_attempts: 2
+        }
+    );
+    assert_eq!(config.integrate.target, None);
+    assert_eq!(config.plan, None);
+    assert_eq!(config.items.len(), 1);
+    assert_eq!(config.items[0].check, None);
+    Ok(())
+}
+
+#[test]
+fn items_keep_file_order_and_trim_prompts() -> TestResult {
+    let source = format!(
+        "{HEAD}[[item]]\nid = \"b\"\nprompt = \"\"\"\n  do b\n\"\"\"\n[[item]]\nid = \"a\"\nprompt = \"do a\"\n"
+    );
+    let config = parse(&source, FILE_NAME)?;
+    let ids: Vec<_> = config.items.iter().map(|item| item.id.as_str()).collect();
+    assert_eq!(ids, ["b", "a"]);
+    assert_eq!(config.items[0].prompt, "do b");
+    Ok(())
+}
+
+#[test]
+fn inline_item_tables_are_accepted() -> TestResult {
+    let source = format!("item = [{{ id = \"a\", prompt = \"do a\" }}]\n{HEAD}");
+    let config = parse(&source, FILE_NAME)?;
+    assert_eq!(config.items[0].id, "a");
+    assert_eq!(
+        &source[config.items[0].span.clone()],
+        "{ id = \"a\", prompt = \"do a\" }"
+    );
+    Ok(())
+}
+
+#[test]
+fn per_item_checks_replace_the_global_check() -> TestResult {
+    let source = "[agent]\ncommand = [\"agent\"]\n[[item]]\nid = \"a\"\nprompt = \"p\"\ncheck = \"sh a.sh\"\n";
+    let config = parse(source, FILE_NAME)?;
+    assert_eq!(config.check.command, None);
+    assert_eq!(config.items[0].check.as_deref(), Some("sh a.sh"));
+    Ok(())
+}
+
+#[test]
+fn a_plan_alone_is_enough_work() -> TestResult {
+    let source = format!("plan = \"docs/TODO.md\"\n{HEAD}");
+    let config = parse(&source, FILE_NAME)?;
+    assert_eq!(config.plan, Some(PathBuf::from("docs/TODO.md")));
+    assert!(config.items.is_empty());
+    Ok(())
+}
+
+#[test]
+fn template_parses() -> TestResult {
+    let config = parse(template(), FILE_NAME)?;
+    assert_eq!(config.agent.kind, AgentKind::Command);
+    assert_eq!(config.agent.command[0], "sh");
+    assert!(config.check.command.is_some());
+    assert_eq!(config.check.timeout, DEFAULT_CHECK_TIMEOUT);
+    assert_eq!(
+        config.limits,
+        Limits {
+            max_iterations: DEFAULT_MAX_ITERATIONS,
+            max_attempts: DEFAULT_MAX_ATTEMPTS
+        }
+    );
+    assert_eq!(config.items.len(), 1);
+    assert_eq!(config.plan, None);
+    Ok(())
+}
+
+#[test]
+fn template_explains_every_key() {
+    for key in [
+        "plan = ",
+        "[agent]",
+        "kind = ",
+        "command = ",
+        "[check]",
+        "timeout = ",
+        "[limits]",
+        "max_iterations = ",
+        "max_attempts = ",
+        "[integrate]",
+        "target = ",
+        "[[item]]",
+        "id = ",
+        "prompt = ",
+        "check = ",
+    ] {
+        assert!(template().contains(key), "template lacks {key:?}");
+    }
+}
+
+#[test]
+fn template_with_its_commented_keys_enabled_still_parses() -> TestResult {
+    let enabled = template()
+        .replace("# plan = \"TODO.md\"", "plan = \"TODO.md\"")
+        .replace("# target = \"main\"", "target = \"main\"")
+        .replace(
+            "# check = \"sh check.sh example\"",
+            "check = \"sh check.sh example\"",
+        );
+    let config = parse(&enabled, FILE_NAME)?;
+    assert_eq!(config.plan, Some(PathBuf::from("TODO.md")));
+    assert_eq!(config.integrate.target.as_deref(), Some("main"));
+    assert_eq!(
+        config.items[0].check.as_deref(),
+        Some("sh check.sh example")
+    );
+    Ok(())
+}
+
+#[test]
+fn load_reads_the_file_and_names_it_in_errors() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let path = dir.path().join(FILE_NAME);
+    std::fs::write(&path, FULL)?;
+    assert_eq!(load(&path)?.items[0].id, "add-greeting");
+
+    std::fs::write(&path, "[agent]\ncomand = []\n")?;
+    match load(&path) {
+        Err(ConfigError::Invalid(error)) => {
+            assert_eq!(error.file_name, path.display().to_string());
+            assert_eq!((error.line, error.column), (2, 1));
+        }
+        other => panic!("{other:?}"),
+    }
+
+    let missing = dir.path().join("missing.toml");
+    match load(&missing) {
+        Err(error @ ConfigError::Read { .. }) => {
+            assert_eq!(error.to_string(), format!("read {}", missing.display()));
+            assert!(std::error::Error::source(&error).is_some());
+        }
+        other => panic!("{other:?}"),
+    }
+    Ok(())
+}
+
+// ---- unknown keys, one per table ----
+
+#[test]
+fn unknown_top_level_key() {
+    let source = format!("plan = \"TODO.md\"\nitems = 1\n{HEAD}");
+    assert_error(
+        &source,
+        (2, 1),
+        "items",
+        "unknown field `items`, expected one of `plan`, `agent`, `check`, `limits`, `integrate`, `item`",
+        "see `nightshift init` for a commented example",
+    );
+}
+
+#[test]
+fn unknown_agent_key() {
+    assert_error(
+        "[agent]\ncommand = [\"a\"]\nargs = []\n",
+        (3, 1),
+        "args",
+        "unknown field `args`, expected `kind` or `command`",
+        "nightshift init",
+    );
+}
+
+#[test]
+fn unknown_check_key() {
+    let source = "[agent]\ncommand = [\"a\"]\n[check]\ncommand = \"true\"\ntimout = \"5m\"\n";
+    let error = error(source);
+    assert_eq!((error.line, error.column), (5, 1));
+    assert_eq!(
+        error.message,
+        "unknown field `timout`, expected `command` or `timeout`"
+    );
+    assert!(
+        !error.message.contains("line"),
+        "toml's rendering is stripped"
+    );
+    assert_eq!(
+        error.help.as_deref(),
+        Some("see `nightshift init` for a commented example")
+    );
+}
+
+#[test]
+fn unknown_limits_key() {
+    assert_error(
+        &format!("{HEAD}[limits]\n  max_iteration = 2\n"),
+        (6, 3),
+        "max_iteration",
+        "unknown field `max_iteration`, expected `max_iterations` or `max_attempts`",
+        "nightshift init",
+    );
+}
+
+#[test]
+fn unknown_integrate_key() {
+    assert_error(
+        &format!("{HEAD}[integrate]\nbranch = \"main\"\n"),
+        (6, 1),
+        "branch",
+        "unknown field `branch`, expected `target`",
+        "nightshift init",
+    );
+}
+
+#[test]
+fn unknown_item_key() {
+    assert_error(
+        &format!("{HEAD}[[item]]\nid = \"a\"\nprompt = \"p\"\ntimeout = \"5m\"\n"),
+        (8, 1),
+        "timeout",
+        "unknown field `timeout`, expected one of `id`, `prompt`, `check`",
+        "nightshift init",
+    );
+}
+
+#[test]
+fn unknown_key_in_a_dotted_subtable() {
+    assert_error(
+        "[agent.env]\nX = \"1\"\n",
+        (1, 8),
+        "env",
+        "unknown field `env`",
+        "nightshift init",
+    );
+}
+
+#[test]
+fn plan_below_a_table_gets_a_specific_hint() {
+    assert_error(
+        &format!("{HEAD}plan = \"TODO.md\"\n"),
+        (5, 1),
+        "plan",
+        "unknown field `plan`, expected `command` or `timeout`",
+        "`plan` is a top-level key: move it above the first [table]",
+    );
+}
+
+// ---- syntax and type errors from toml ----
+
+#[test]
+fn syntax_error_is_located() {
+    assert_error(
+        "[agent\ncommand = [\"a\"]\n",
+        (1, 7),
+        "",
+        "unclosed table, expected `]`",
+        "",
+    );
+}
+
+#[test]
+fn duplicate_key_is_located() {
+    assert_error(
+        "[agent]\ncommand = [\"a\"]\ncommand = [\"b\"]\n",
+        (3, 1),
+        "command",
+        "duplicate key",
+        "",
+    );
+}
+
+#[test]
+fn wrong_value_type_is_located() {
+    assert_error(
+        &format!("{HEAD}[limits]\nmax_attempts = -1\n"),
+        (6, 16),
+        "-1",
+        "invalid value: integer `-1`, expected u32",
+        "",
+    );
+    assert_error(
+        "[agent]\ncommand = [\"a\"]\n[check]\ntimeout = 600\n",
+        (4, 11),
+        "600",
+        "invalid type: integer `600`, expected a string",
+        "",
+    );
+    assert_error(
+        "[agent]\ncommand = \"sh agent.sh\"\n",
+        (2, 11),
+        "\"sh agent.sh\"",
+        "expected a sequence",
+        "",
+    );
+}
+
+#[test]
+fn single_bracket_item_gets_a_hint() {
+    let source = format!("{HEAD}[item]\nid = \"a\"\n");
+    let error = error(&source);
+    assert!(error.message.contains("expected a sequence"), "{error:?}");
+    assert_eq!(
+        error.help.as_deref(),
+        Some("items are written `[[item]]`, with double brackets"),
+        "{error:?}"
+    );
+}
+
+// ---- validation errors ----
+
+#[test]
+fn bad_duration_points_at_the_value() {
+    let source = "[agent]\ncommand = [\"a\"]\n[check]\ncommand = \"true\"\ntimeout = \"10\"\n";
+    assert_error(
+        source,
+        (5, 11),
+        "\"10\"",
+        "invalid `timeout` in [check]: `10` has no unit after `10`; expected a duration like `90s`, `10m`, `1h30m`",
+        "",
+    );
+    let source = source.replace("\"10\"", "\"0s\"");
+    assert_error(&source, (5, 11), "\"0s\"", "is zero", "");
+}
+
+#[test]
+fn missing_check_points_at_the_first_unchecked_item() {
+    let source = "[agent]\ncommand = [\"a\"]\n\n[[item]]\nid = \"a\"\nprompt = \"p\"\ncheck = \"true\"\n\n[[item]]\nid = \"b\"\nprompt = \"p\"\n";
+    assert_error(
+        source,
+        (9, 1),
+        "[[item]]",
+        "no check for item `b`",
+        "add `command = \"…\"` under [check], or a `check` to this item",
+    );
+}
+
+#[test]
+fn missing_check_with_a_markdown_plan_points_at_plan() {
+    let source = "plan = \"TODO.md\"\n[agent]\ncommand = [\"a\"]\n";
+    assert_error(
+        source,
+        (1, 8),
+        "\"TODO.md\"",
+        "no check for the items of `plan`",
+        "add `command = \"…\"` under [check]",
+    );
+}
+
+#[test]
+fn empty_check_commands_are_rejected() {
+    assert_error(
+        "[agent]\ncommand = [\"a\"]\n[check]\ncommand = \"  \"\n",
+        (4, 11),
+        "\"  \"",
+        "`command` in [check] is empty",
+        "shell command line",
+    );
+    assert_error(
+        &format!("{HEAD}[[item]]\nid = \"a\"\nprompt = \"p\"\ncheck = \"\"\n"),
+        (8, 9),
+        "\"\"",
+        "`check` of item `a` is empty",
+        "shell command line",
+    );
+}
+
+#[test]
+fn item_without_prompt_points_at_the_item() {
+    assert_error(
+        &format!("{HEAD}\n[[item]]\nid = \"a\"\n"),
+        (6, 1),
+        "[[item]]",
+        "item `a` has no `prompt`",
+        "prompt = ",
+    );
+}
+
+#[test]
+fn item_with_blank_prompt_points_at_the_item() {
+    assert_error(
+        &format!("{HEAD}[[item]]\nid = \"a\"\nprompt = \"\"\"\n   \n\"\"\"\n"),
+        (5, 1),
+        "[[item]]",
+        "item `a` has an empty `prompt`",
+        "prompt = ",
+    );
+}
+
+#[test]
+fn item_without_id_points_at_the_item() {
+    assert_error(
+        &format!("{HEAD}[[item]]\nprompt = \"p\"\n"),
+        (5, 1),
+        "[[item]]",
+        "missing `id` in [[item]]",
+        "an item id is 1-64 characters",
+    );
+}
+
+#[test]
+fn invalid_ids_point_at_the_value() {
+    for (id, reason) in [
+        (
+            "Add Greeting",
+            "it must start with a lowercase letter or a digit",
+        ),
+        ("add greeting", "it may only contain"),
+        ("a..b", "it must not contain `..`"),
+        ("main.lock", "it must not end in `.lock`"),
+        ("", "it is empty"),
+    ] {
+        assert_error(
+            &format!("{HEAD}[[item]]\nid   =  \"{id}\"\nprompt = \"p\"\n"),
+            (6, 9),
+            &format!("\"{id}\""),
+            &format!("invalid item id `{id}`: {reason}"),
+            "it becomes a git branch and a directory name",
+        );
+    }
+}
+
+#[test]
+fn duplicate_ids_point_at_the_second_and_name_the_first_line() {
+    let source = format!(
+        "{HEAD}[[item]]\nid = \"a\"\nprompt = \"p\"\n[[item]]\nid = \"b\"\nprompt = \"p\"\n[[item]]\nid = \"a\"\nprompt = \"q\"\n"
+    );
+    assert_error(
+        &source,
+        (12, 6),
+        "\"a\"",
+        "duplicate item id `a` (first used on line 6)",
+        "unique",
+    );
+}
+
+#[test]
+fn zero_limits_point_at_the_value() {
+    assert_error(
+        &format!("{HEAD}[limits]\nmax_iterations = 0\n"),
+        (6, 18),
+        "0",
+        "`max_iterations` in [limits] must be at least 1",
+        "the default is 3",
+    );
+    assert_error(
+        &format!("{HEAD}[limits]\nmax_iterations = 1\nmax_attempts = 0\n"),
+        (7, 16),
+        "0",
+        "`max_attempts` in [limits] must be at least 1",
+        "the default is 2",
+    );
+}
+
+#[test]
+fn no_work_points_at_the_start_of_the_file() {
+    assert_error(
+        HEAD,
+        (1, 1),
+        "",
+        "no work to do: there is no [[item]] and no `plan`",
+        "add an [[item]] with an `id` and a `prompt`, or a Markdown checklist with `plan = \"TODO.md\"`",
+    );
+}
+
+#[test]
+fn empty_plan_path_is_rejected() {
+    assert_error(
+        &format!("plan = \"\"\n{HEAD}"),
+        (1, 8),
+        "\"\"",
+        "`plan` is empty",
+        "TODO.md",
+    );
+}
+
+#[test]
+fn agent_problems() {
+    assert_error(
+        "[check]\ncommand = \"true\"\n[[item]]\nid = \"a\"\nprompt = \"p\"\n",
+        (1, 1),
+        "",
+        "missing [agent] table",
+        "kind = \"command\"",
+    );
+    assert_error(
+        "[check]\ncommand = \"true\"\n[agent]\nkind = \"command\"\n",
+        (3, 1),
+        "[agent]",
+        "missing `command` in [agent]",
+        "argv",
+    );
+    assert_error(
+        "[agent]\ncommand = []\n",
+        (2, 11),
+        "[]",
+        "`command` in [agent] is empty",
+        "command = [\"program\"",
+    );
+    assert_error(
+        "[agent]\ncommand = [\"\", \"x\"]\n",
+        (2, 11),
+        "[\"\", \"x\"]",
+        "`command` in [agent] has an empty program name",
+        "argv",
+    );
+}
+
+#[test]
+fn planned_agent_kinds_are_not_supported_yet() {
+    for kind in ["claude", "codex", "gemini", "aider"] {
+        assert_error(
+            &format!("[agent]\nkind = \"{kind}\"\ncommand = [\"a\"]\n"),
+            (2, 8),
+            &format!("\"{kind}\""),
+            &format!("agent kind `{kind}` is not supported yet"),
+            "use `kind = \"command\"`",
+        );
+    }
+}
+
+#[test]
+fn unknown_agent_kind_lists_the_valid_ones() {
+    assert_error(
+        "[agent]\nkind = \"robot\"\ncommand = [\"a\"]\n",
+        (2, 8),
+        "\"robot\"",
+        "unknown agent kind `robot`, expected one of `command`",
+        "valid kinds: `command`",
+    );
+}
+
+#[test]
+fn empty_integrate_target_is_rejected() {
+    assert_error(
+        &format!("{HEAD}[integrate]\ntarget = \"\"\n"),
+        (6, 10),
+        "\"\"",
+        "`target` in [integrate] is empty",
+        "target = \"main\"",
+    );
+}
+
+#[test]
+fn columns_count_characters_not_bytes() {
+    let source = format!("item = [{{ prompt = \"ééé\", id = \"Bad\" }}]\n{HEAD}");
+    // `"Bad"` starts at byte 34, after 31 characters: column 32
+    assert_eq!(source.find("\"Bad\""), Some(34));
+    assert_error(&source, (1, 32), "\"Bad\"", "invalid item id `Bad`", "");
+}

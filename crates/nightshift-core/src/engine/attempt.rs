@@ -1,0 +1,428 @@
+//! The item pipeline, one step at a time: worktree → (session → check)* → commit → merge onto
+//! the current target → check on the merged result → advance the target → tear down.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use super::{Engine, EngineError, io_err, prompt};
+use crate::check;
+use crate::failpoint;
+use crate::git::MergeOutcome;
+use crate::session::{self, Outcome, ProcessSpec};
+use crate::store::{AttemptRow, CheckStage, EventKind, ItemRow};
+
+/// The bound on one agent session until `[limits] session_timeout` exists (issue 3).
+const SESSION_TIMEOUT: Duration = Duration::from_secs(90 * 60);
+/// Bytes of agent output kept in memory (the whole output is in the log).
+const AGENT_TAIL: usize = 4096;
+
+impl Engine<'_> {
+    pub(super) fn start_attempt(&mut self, item: &ItemRow) -> Result<(), EngineError> {
+        let number = self.store.max_attempt_number(&item.id)? + 1;
+        let run = self.run()?;
+        let target_ref = format!("refs/heads/{}", run.target);
+        let base = self
+            .git
+            .resolve(&target_ref)?
+            .ok_or_else(|| EngineError::Workspace {
+                what: format!("the target branch `{}` no longer exists", run.target),
+                help: Some("restore the branch; `nightshift run` then resumes".into()),
+            })?;
+        let worktree = self.ws.worktree(&item.id, number);
+        self.record(EventKind::AttemptStarted {
+            item: item.id.clone(),
+            attempt: number,
+            base,
+            branch: format!("nightshift/{}/{number}", item.id),
+            worktree: worktree.display().to_string(),
+        })?;
+        Ok(())
+    }
+
+    /// Does the next thing for an open attempt, as its phase says.
+    pub(super) fn step(&mut self, item: &ItemRow, att: &AttemptRow) -> Result<(), EngineError> {
+        let max_iterations = self.run()?.max_iterations;
+        match att.phase.as_str() {
+            "preparing" => self.prepare_worktree(att),
+            "ready" => self.run_session(item, att, 1),
+            // Interrupted by a crash: the session did not finish, so it runs again (the agent
+            // continues on top of whatever it left in the worktree).
+            "session" => self.run_session(item, att, att.iteration.max(1)),
+            "session_ended" | "checking" => self.run_check(item, att, CheckStage::Work),
+            "red" if att.iteration < max_iterations => {
+                self.run_session(item, att, att.iteration + 1)
+            }
+            "red" => self.fail(
+                att,
+                format!(
+                    "check still red after {} iteration{}",
+                    att.iteration,
+                    if att.iteration == 1 { "" } else { "s" }
+                ),
+            ),
+            "green" => self.commit(item, att),
+            "committed" => self.prepare_merge(item, att),
+            "merge_prepared" if att.onto.as_deref() == Some(att.base.as_str()) => {
+                self.integrate(att)
+            }
+            "merge_prepared" | "merge_checking" => self.run_check(item, att, CheckStage::Merged),
+            "merge_green" | "integrating" => self.integrate(att),
+            "merge_red" => self.fail(
+                att,
+                format!(
+                    "check red on the work merged onto the current target ({})",
+                    short(att.onto.as_deref().unwrap_or("?"))
+                ),
+            ),
+            other => Err(EngineError::Workspace {
+                what: format!(
+                    "attempt {} of `{}` is in an unknown phase `{other}`",
+                    att.attempt, att.item
+                ),
+                help: Some("this database was written by a newer nightshift; upgrade".into()),
+            }),
+        }
+    }
+
+    fn prepare_worktree(&mut self, att: &AttemptRow) -> Result<(), EngineError> {
+        let path = PathBuf::from(&att.worktree);
+        // Only `preparing` reaches here, so nothing ran in a leftover directory yet: a half-made
+        // worktree from a crash is ours and empty of work, and is rebuilt.
+        if path.exists() {
+            let _ = self.git.worktree_remove(&path);
+            if path.exists() && self.ws.owns_worktree_path(&path) {
+                std::fs::remove_dir_all(&path).map_err(io_err(&path))?;
+            }
+            self.git.worktree_prune()?;
+        }
+        let run_id = self.run_id();
+        self.git.worktree_add(
+            &path,
+            &att.branch,
+            &att.base,
+            &format!("nightshift run {run_id}"),
+        )?;
+        self.record(EventKind::WorktreeReady {
+            item: att.item.clone(),
+            attempt: att.attempt,
+        })?;
+        Ok(())
+    }
+
+    fn run_session(
+        &mut self,
+        item: &ItemRow,
+        att: &AttemptRow,
+        iteration: u32,
+    ) -> Result<(), EngineError> {
+        let logs = self.ws.logs(&self.run_id());
+        std::fs::create_dir_all(&logs).map_err(io_err(&logs))?;
+        let stem = format!("{}-a{}-i{}", att.item, att.attempt, iteration);
+        let feedback = if iteration > 1 {
+            att.last_check_log
+                .as_deref()
+                .map(|log| tail_of(Path::new(log), check::FEEDBACK_BYTES))
+        } else {
+            None
+        };
+        let max_iterations = self.run()?.max_iterations;
+        let check_command = self.check_command(item);
+        let text = prompt::compose(&prompt::PromptInput {
+            item: &item.id,
+            prompt: &item.prompt,
+            check: &check_command,
+            iteration,
+            max_iterations,
+            feedback: feedback.as_deref(),
+        });
+        let prompt_file = logs.join(format!("{stem}.prompt.md"));
+        std::fs::write(&prompt_file, text).map_err(io_err(&prompt_file))?;
+        let mut env = self.item_env(att, iteration);
+        env.push((
+            "NIGHTSHIFT_PROMPT_FILE".into(),
+            prompt_file.display().to_string(),
+        ));
+        if let Some(feedback) = &feedback {
+            let file = logs.join(format!("{stem}.feedback.txt"));
+            std::fs::write(&file, feedback).map_err(io_err(&file))?;
+            env.push((
+                "NIGHTSHIFT_FEEDBACK_FILE".into(),
+                file.display().to_string(),
+            ));
+        }
+        let log = logs.join(format!("{stem}.agent.log"));
+        self.record(EventKind::SessionStarted {
+            item: att.item.clone(),
+            attempt: att.attempt,
+            iteration,
+            log: log.display().to_string(),
+        })?;
+        let end = session::run(&ProcessSpec {
+            argv: self.config.agent.command.clone(),
+            cwd: PathBuf::from(&att.worktree),
+            env,
+            timeout: SESSION_TIMEOUT,
+            kill_grace: Duration::from_secs(10),
+            log,
+            tail_bytes: AGENT_TAIL,
+        })?;
+        if end.outcome == Outcome::SpawnFailed {
+            // Every item would fail the same way: halt resumable instead of draining the queue.
+            return Err(EngineError::Execution {
+                what: format!(
+                    "the agent: {}",
+                    end.spawn_error.unwrap_or_else(|| "unknown error".into())
+                ),
+                help: Some(
+                    "fix [agent].command in nightshift.toml, then `nightshift run` resumes".into(),
+                ),
+            });
+        }
+        self.record(EventKind::SessionEnded {
+            item: att.item.clone(),
+            attempt: att.attempt,
+            iteration,
+            outcome: end.outcome,
+            exit_code: end.exit_code,
+            duration_ms: end.duration.as_millis() as u64,
+        })?;
+        Ok(())
+    }
+
+    fn run_check(
+        &mut self,
+        item: &ItemRow,
+        att: &AttemptRow,
+        stage: CheckStage,
+    ) -> Result<(), EngineError> {
+        let worktree = PathBuf::from(&att.worktree);
+        if stage == CheckStage::Merged {
+            // The oracle judges exactly the tree that would land on the target.
+            let merged = att.merged.as_deref().unwrap_or_default();
+            self.git.at(&worktree).checkout_detached(merged)?;
+        }
+        let logs = self.ws.logs(&self.run_id());
+        std::fs::create_dir_all(&logs).map_err(io_err(&logs))?;
+        let suffix = match stage {
+            CheckStage::Work => "check",
+            CheckStage::Merged => "merged-check",
+        };
+        let log = logs.join(format!(
+            "{}-a{}-i{}.{suffix}.log",
+            att.item, att.attempt, att.iteration
+        ));
+        self.record(EventKind::CheckStarted {
+            item: att.item.clone(),
+            attempt: att.attempt,
+            iteration: att.iteration,
+            stage,
+        })?;
+        let command = self.check_command(item);
+        let result = check::run(
+            &command,
+            worktree,
+            self.item_env(att, att.iteration),
+            self.config.check.timeout,
+            log.clone(),
+        )?;
+        self.record(EventKind::CheckEnded {
+            item: att.item.clone(),
+            attempt: att.attempt,
+            iteration: att.iteration,
+            stage,
+            green: result.green,
+            outcome: result.end.outcome,
+            exit_code: result.end.exit_code,
+            output_sha256: result.end.output_sha256,
+            log: log.display().to_string(),
+            duration_ms: result.end.duration.as_millis() as u64,
+        })?;
+        Ok(())
+    }
+
+    fn commit(&mut self, item: &ItemRow, att: &AttemptRow) -> Result<(), EngineError> {
+        let wt = self.git.at(&att.worktree);
+        // Idempotent: after a crash between `git commit` and the journal, the tree is clean
+        // and HEAD already holds the work.
+        let head = wt.commit_all(&self.commit_message(item, att))?;
+        if head == att.base {
+            return self.fail(att, "the agent made no changes".into());
+        }
+        self.record(EventKind::Committed {
+            item: att.item.clone(),
+            attempt: att.attempt,
+            commit: head,
+        })?;
+        Ok(())
+    }
+
+    /// Brings the attempt's work onto the target's current tip as one commit, in memory.
+    fn prepare_merge(&mut self, item: &ItemRow, att: &AttemptRow) -> Result<(), EngineError> {
+        let candidate = att.candidate.clone().unwrap_or_default();
+        let tip = self.target_tip()?;
+        let tree = if tip == att.base {
+            self.git.tree_of(&candidate)?
+        } else {
+            match self.git.merge_tree(&tip, &candidate)? {
+                MergeOutcome::Clean { tree } => tree,
+                MergeOutcome::Conflict { paths } => {
+                    return self.fail(
+                        att,
+                        format!(
+                            "merge conflict with the target ({}) in {}",
+                            short(&tip),
+                            paths.join(", ")
+                        ),
+                    );
+                }
+            }
+        };
+        let commit = self
+            .git
+            .commit_tree(&tree, &[&tip], &self.commit_message(item, att))?;
+        self.record(EventKind::MergePrepared {
+            item: att.item.clone(),
+            attempt: att.attempt,
+            commit,
+            onto: tip,
+        })?;
+        Ok(())
+    }
+
+    /// Moves the target to the prepared commit: intent, effect, confirmation. Re-entrant: on
+    /// resume it first asks git whether the effect already happened.
+    fn integrate(&mut self, att: &AttemptRow) -> Result<(), EngineError> {
+        let target = self.run()?.target.clone();
+        let merged = att.merged.clone().unwrap_or_default();
+        let onto = att.onto.clone().unwrap_or_default();
+        if att.phase != "integrating" {
+            self.record(EventKind::IntegrateIntended {
+                item: att.item.clone(),
+                attempt: att.attempt,
+                target: target.clone(),
+                commit: merged.clone(),
+                expected_old: onto.clone(),
+            })?;
+        }
+        let refname = format!("refs/heads/{target}");
+        let tip = self.target_tip()?;
+        let already = tip == merged || self.git.is_ancestor(&merged, &tip)?;
+        if !already {
+            if tip != onto {
+                // Someone else moved the target: merge onto the new tip (and check again).
+                let item = self
+                    .store
+                    .items(&self.run_id())?
+                    .into_iter()
+                    .find(|i| i.id == att.item);
+                return match item {
+                    Some(item) => self.prepare_merge(&item, att),
+                    None => Ok(()),
+                };
+            }
+            let checkout = self
+                .git
+                .worktree_list()?
+                .into_iter()
+                .find(|w| w.branch.as_deref() == Some(target.as_str()) && !w.prunable);
+            match checkout {
+                Some(w) => {
+                    let user = self.git.at(&w.path);
+                    if !user.is_clean_tracked()? {
+                        return Err(EngineError::Workspace {
+                            what: format!(
+                                "the target branch `{target}` is checked out at {} with uncommitted changes, so it cannot be advanced",
+                                w.path.display()
+                            ),
+                            help: Some("commit or stash those changes; `nightshift run` then resumes and integrates".into()),
+                        });
+                    }
+                    user.merge_ff_only(&merged)
+                        .map_err(|e| EngineError::Workspace {
+                            what: format!(
+                                "fast-forward the checkout of `{target}` at {}: {e}",
+                                w.path.display()
+                            ),
+                            help: Some(
+                                "clear what blocks the fast-forward; `nightshift run` then resumes"
+                                    .into(),
+                            ),
+                        })?;
+                }
+                None => {
+                    if !self.git.cas_ref(&refname, &merged, &onto)? {
+                        return Ok(()); // lost a race; the next step sees the new tip
+                    }
+                }
+            }
+            failpoint::hit("integrate_effect_done");
+        }
+        self.record(EventKind::Integrated {
+            item: att.item.clone(),
+            attempt: att.attempt,
+            commit: merged,
+        })?;
+        self.teardown_attempt(&self.run_id(), &att.item, att.attempt)
+    }
+
+    fn target_tip(&self) -> Result<String, EngineError> {
+        let target = &self.run()?.target;
+        self.git
+            .resolve(&format!("refs/heads/{target}"))?
+            .ok_or_else(|| EngineError::Workspace {
+                what: format!("the target branch `{target}` no longer exists"),
+                help: Some("restore the branch; `nightshift run` then resumes".into()),
+            })
+    }
+
+    fn check_command(&self, item: &ItemRow) -> String {
+        item.check_command
+            .clone()
+            .or_else(|| self.config.check.command.clone())
+            .unwrap_or_else(|| "false".into())
+    }
+
+    fn item_env(&self, att: &AttemptRow, iteration: u32) -> Vec<(String, String)> {
+        vec![
+            ("NIGHTSHIFT_RUN".into(), self.run_id()),
+            ("NIGHTSHIFT_ITEM".into(), att.item.clone()),
+            ("NIGHTSHIFT_ATTEMPT".into(), att.attempt.to_string()),
+            ("NIGHTSHIFT_ITERATION".into(), iteration.to_string()),
+        ]
+    }
+
+    fn commit_message(&self, item: &ItemRow, att: &AttemptRow) -> String {
+        let first = item
+            .prompt
+            .lines()
+            .find(|l| !l.trim().is_empty())
+            .unwrap_or("")
+            .trim();
+        let summary: String = first.chars().take(64).collect();
+        let ellipsis = if first.chars().count() > 64 {
+            "…"
+        } else {
+            ""
+        };
+        format!(
+            "{}: {summary}{ellipsis}\n\n{}\n\nNightshift-Run: {}\nNightshift-Item: {}\nNightshift-Attempt: {}\n",
+            item.id,
+            item.prompt.trim(),
+            self.run_id(),
+            item.id,
+            att.attempt
+        )
+    }
+}
+
+/// The last `max` bytes of a file, as text (empty if unreadable).
+fn tail_of(path: &Path, max: usize) -> String {
+    let bytes = std::fs::read(path).unwrap_or_default();
+    let start = bytes.len().saturating_sub(max);
+    String::from_utf8_lossy(&bytes[start..]).into_owned()
+}
+
+/// The first 10 characters of a commit id.
+pub(crate) fn short(commit: &str) -> &str {
+    commit.get(..10).unwrap_or(commit)
+}

@@ -1,0 +1,317 @@
+//! The engine: the run loop (queue, attempts, parking, passes, halts) and the item pipeline.
+//!
+//! Every step reads the attempt's recorded phase and does the next thing, journaling intent
+//! before and confirmation after each side effect. Resume after a crash is therefore not a
+//! special path: the loop continues from what the journal says, after reconciling the world.
+
+mod attempt;
+mod prompt;
+mod teardown;
+
+use std::sync::Arc;
+
+use crate::clock::Clock;
+use crate::config::Config;
+use crate::failpoint;
+use crate::git::{Git, GitError};
+use crate::halt::HaltReason;
+use crate::plan::Plan;
+use crate::session::SessionError;
+use crate::store::{
+    Event, EventKind, ItemRow, LockError, PlannedItem, RunLock, RunRow, Store, StoreError,
+};
+use crate::workspace::Workspace;
+
+/// What `run` needs.
+pub struct RunOptions {
+    pub workspace: Workspace,
+    pub config: Config,
+    pub plan: Plan,
+    /// Start a new run even if one is unfinished (its open attempts are preserved and closed).
+    pub fresh: bool,
+    pub clock: Arc<dyn Clock>,
+}
+
+/// How a run ended.
+#[derive(Debug, Clone)]
+pub struct RunSummary {
+    pub run_id: String,
+    pub halt: HaltReason,
+    pub resumed: bool,
+    pub items: Vec<ItemRow>,
+}
+
+/// Errors that stop the engine (the run stays resumable; no item verdict is written for them).
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    #[error(transparent)]
+    Locked(#[from] LockError),
+    #[error("use the workspace: {what}")]
+    Workspace { what: String, help: Option<String> },
+    #[error("start {what}")]
+    Execution { what: String, help: Option<String> },
+    #[error(transparent)]
+    Git(#[from] GitError),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error(transparent)]
+    Session(#[from] SessionError),
+    #[error("write {path}")]
+    Io {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+pub(crate) fn io_err(path: &std::path::Path) -> impl FnOnce(std::io::Error) -> EngineError + '_ {
+    move |source| EngineError::Io {
+        path: path.display().to_string(),
+        source,
+    }
+}
+
+/// Runs (or resumes) the plan to a halt. `observe` sees every journal event as it is recorded.
+pub fn run(opts: RunOptions, observe: &mut dyn FnMut(&Event)) -> Result<RunSummary, EngineError> {
+    let ws = opts.workspace;
+    let git = Git::new(ws.root());
+    ws.create_dirs().map_err(io_err(&ws.dir()))?;
+    ensure_excluded(&git)?;
+    let holder = format!(
+        "pid {} since {}",
+        std::process::id(),
+        opts.clock.wall().strftime("%Y-%m-%d %H:%M:%S UTC")
+    );
+    let mut lock = RunLock::acquire(&ws.lock(), &holder)?;
+    preflight(&opts.config)?;
+    let store = Store::open(&ws.state_db())?;
+    let mut engine = Engine {
+        ws,
+        git,
+        store,
+        config: opts.config,
+        clock: opts.clock,
+        run: None,
+        observe,
+    };
+    let resumed = engine.open_run(&opts.plan, opts.fresh)?;
+    let run_id = engine.run()?.id.clone();
+    let _ = lock.describe(&format!("{holder}, run {run_id}"));
+    engine.sweep_strays();
+    engine.reconcile_teardowns()?;
+    let halt = engine.drive()?;
+    let items = engine.store.items(&run_id)?;
+    drop(lock);
+    Ok(RunSummary {
+        run_id,
+        halt,
+        resumed,
+        items,
+    })
+}
+
+struct Engine<'o> {
+    ws: Workspace,
+    git: Git,
+    store: Store,
+    config: Config,
+    clock: Arc<dyn Clock>,
+    run: Option<RunRow>,
+    observe: &'o mut dyn FnMut(&Event),
+}
+
+impl Engine<'_> {
+    fn run(&self) -> Result<&RunRow, EngineError> {
+        self.run.as_ref().ok_or_else(|| EngineError::Workspace {
+            what: "no run is open".into(),
+            help: None,
+        })
+    }
+
+    fn run_id(&self) -> String {
+        self.run.as_ref().map(|r| r.id.clone()).unwrap_or_default()
+    }
+
+    /// Journals one transition (event + state, one transaction), shows it, then passes the
+    /// failpoint of that name.
+    fn record(&mut self, kind: EventKind) -> Result<Event, EngineError> {
+        let run_id = self.run_id();
+        let at = self.clock.wall().to_string();
+        let event = self.store.record(&run_id, &at, kind)?;
+        (self.observe)(&event);
+        failpoint::hit(event.kind.name());
+        if let EventKind::RunStarted { .. }
+        | EventKind::PassStarted { .. }
+        | EventKind::RunFinished { .. } = event.kind
+        {
+            self.run = self.store.run(&run_id)?;
+        }
+        Ok(event)
+    }
+
+    /// Resumes the unfinished run, or starts a new one. Returns whether it resumed.
+    fn open_run(&mut self, plan: &Plan, fresh: bool) -> Result<bool, EngineError> {
+        if let Some(run) = self.store.latest_run()?.filter(RunRow::is_running) {
+            self.run = Some(run);
+            if !fresh {
+                self.record(EventKind::RunResumed {
+                    pid: std::process::id(),
+                })?;
+                return Ok(true);
+            }
+            self.abandon_open_attempts("abandoned: a fresh run was started")?;
+            self.record(EventKind::RunFinished {
+                halt_reason: HaltReason::OperatorStop,
+                exit_code: HaltReason::OperatorStop.class().code(),
+            })?;
+        }
+        let target = match &self.config.integrate.target {
+            Some(t) => t.clone(),
+            None => self
+                .git
+                .current_branch()?
+                .ok_or_else(|| EngineError::Workspace {
+                    what: "HEAD is detached, so there is no target branch to integrate into".into(),
+                    help: Some(
+                        "check out the branch to ship onto, or set [integrate] target = \"main\""
+                            .into(),
+                    ),
+                })?,
+        };
+        let base = self.git.resolve(&format!("refs/heads/{target}"))?.ok_or_else(|| EngineError::Workspace {
+            what: format!("the target branch `{target}` does not exist or has no commits"),
+            help: Some("create it with a first commit, or set [integrate] target to an existing branch".into()),
+        })?;
+        let mut items = Vec::with_capacity(plan.items.len());
+        for item in &plan.items {
+            items.push(PlannedItem {
+                id: item.id.clone(),
+                prompt: item.prompt.clone(),
+                check: item.check.clone(),
+                shipped_by: self.store.shipped_by(&item.id)?,
+            });
+        }
+        self.run = Some(RunRow {
+            id: new_run_id(self.clock.as_ref()),
+            started_at: String::new(),
+            finished_at: None,
+            target: target.clone(),
+            base: base.clone(),
+            max_iterations: self.config.limits.max_iterations,
+            max_attempts: self.config.limits.max_attempts,
+            state: "running".into(),
+            halt_reason: None,
+            exit_code: None,
+            pass: 1,
+        });
+        self.record(EventKind::RunStarted {
+            target,
+            base,
+            max_iterations: self.config.limits.max_iterations,
+            max_attempts: self.config.limits.max_attempts,
+            items,
+        })?;
+        Ok(false)
+    }
+
+    /// The scheduler: continue the open attempt, else start the next queued item, else give
+    /// parked items another pass, else halt.
+    fn drive(&mut self) -> Result<HaltReason, EngineError> {
+        loop {
+            let run_id = self.run_id();
+            let items = self.store.items(&run_id)?;
+            if let Some(item) = items.iter().find(|i| i.state == "running") {
+                let number = item.current_attempt.unwrap_or(0);
+                if let Some(attempt) = self.store.attempt(&run_id, &item.id, number)? {
+                    self.step(item, &attempt)?;
+                    continue;
+                }
+            }
+            if let Some(item) = items.iter().find(|i| i.state == "queued") {
+                self.start_attempt(item)?;
+                continue;
+            }
+            let parked: Vec<String> = items
+                .iter()
+                .filter(|i| i.state == "parked")
+                .map(|i| i.id.clone())
+                .collect();
+            let pass = self.run()?.pass;
+            let shipped_this_pass = items.iter().any(|i| i.shipped_pass == Some(pass));
+            if !parked.is_empty() && (pass == 1 || shipped_this_pass) {
+                self.record(EventKind::PassStarted {
+                    pass: pass + 1,
+                    requeued: parked,
+                })?;
+                continue;
+            }
+            let halt = if items.iter().all(|i| i.state == "shipped") {
+                if items.is_empty() {
+                    HaltReason::NoActionableItems
+                } else {
+                    HaltReason::QueueDrainedAllShipped
+                }
+            } else {
+                HaltReason::QueueDrainedWithParked
+            };
+            self.record(EventKind::RunFinished {
+                halt_reason: halt,
+                exit_code: halt.class().code(),
+            })?;
+            return Ok(halt);
+        }
+    }
+}
+
+/// Keeps `.nightshift/` out of `git status` without touching a tracked file.
+fn ensure_excluded(git: &Git) -> Result<(), EngineError> {
+    let exclude = git.common_dir()?.join("info").join("exclude");
+    let text = std::fs::read_to_string(&exclude).unwrap_or_default();
+    if text.lines().any(|l| {
+        matches!(
+            l.trim(),
+            "/.nightshift/" | ".nightshift/" | "/.nightshift" | ".nightshift"
+        )
+    }) {
+        return Ok(());
+    }
+    if let Some(dir) = exclude.parent() {
+        std::fs::create_dir_all(dir).map_err(io_err(dir))?;
+    }
+    let mut text = text;
+    if !text.is_empty() && !text.ends_with('\n') {
+        text.push('\n');
+    }
+    text.push_str("/.nightshift/\n");
+    std::fs::write(&exclude, text).map_err(io_err(&exclude))
+}
+
+/// Refuses to start what cannot run: an agent program that is not on PATH.
+fn preflight(config: &Config) -> Result<(), EngineError> {
+    let Some(program) = config.agent.command.first() else {
+        return Err(EngineError::Execution {
+            what: "the agent: [agent].command is empty".into(),
+            help: None,
+        });
+    };
+    if program.contains('/') {
+        return Ok(()); // resolved relative to the worktree at spawn time
+    }
+    let found = std::env::var_os("PATH")
+        .map(|path| std::env::split_paths(&path).any(|dir| dir.join(program).is_file()))
+        .unwrap_or(false);
+    if found {
+        Ok(())
+    } else {
+        Err(EngineError::Execution {
+            what: format!("the agent: `{program}` is not on PATH"),
+            help: Some("install it, or fix [agent].command in nightshift.toml".into()),
+        })
+    }
+}
+
+fn new_run_id(clock: &dyn Clock) -> String {
+    let now = clock.wall();
+    let salt = (now.subsec_nanosecond() as u32) ^ std::process::id().rotate_left(16);
+    format!("{}-{:04x}", now.strftime("%Y%m%dT%H%M%SZ"), salt & 0xffff)
+}

@@ -1,0 +1,31 @@
+//! The prompt a session receives (written to `NIGHTSHIFT_PROMPT_FILE`).
+
+/// What goes into a session's prompt.
+pub(super) struct PromptInput<'a> {
+    pub item: &'a str,
+    pub prompt: &'a str,
+    pub check: &'a str,
+    pub iteration: u32,
+    pub max_iterations: u32,
+    pub feedback: Option<&'a str>,
+}
+
+/// The full prompt text.
+pub(super) fn compose(input: &PromptInput<'_>) -> String {
+    let mut text = format!(
+        "# {item}\n\n{prompt}\n\n---\nWhen you finish, nightshift runs this check in your working directory; exit 0 means done:\n\n    {check}\n\nThis is iteration {i} of at most {max}. nightshift commits your changes itself.\n",
+        item = input.item,
+        prompt = input.prompt.trim(),
+        check = input.check,
+        i = input.iteration,
+        max = input.max_iterations,
+    );
+    if let Some(feedback) = input.feedback {
+        text.push_str(
+            "\n## The check failed after the previous iteration\n\nIts output (the last part) is below and in the file named by NIGHTSHIFT_FEEDBACK_FILE. Your earlier changes are still in the working tree.\n\n```\n",
+        );
+        text.push_str(feedback.trim_end());
+        text.push_str("\n```\n");
+    }
+    text
+}

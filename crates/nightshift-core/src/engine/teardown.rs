@@ -1,0 +1,182 @@
+//! Preserve before destroy, and teardown that is housekeeping: a failure here is a warning
+//! event, reconciled at the next start, never a crashed run.
+
+use std::path::{Path, PathBuf};
+
+use super::{Engine, EngineError};
+use crate::store::{AttemptRow, EventKind};
+
+impl Engine<'_> {
+    /// Ends an attempt without shipping: preserve its work, record the verdict, tear down.
+    pub(super) fn fail(&mut self, att: &AttemptRow, reason: String) -> Result<(), EngineError> {
+        let run_id = self.run_id();
+        let preserve_ref = match self.preserve(&run_id, att) {
+            Ok(r) => Some(r),
+            Err(err) => {
+                self.record(EventKind::TeardownFailed {
+                    item: att.item.clone(),
+                    attempt: att.attempt,
+                    error: format!("preserve the attempt's work (the worktree is kept): {err}"),
+                })?;
+                None
+            }
+        };
+        self.record(EventKind::AttemptFailed {
+            item: att.item.clone(),
+            attempt: att.attempt,
+            reason,
+            preserve_ref,
+        })?;
+        self.teardown_attempt(&run_id, &att.item, att.attempt)
+    }
+
+    /// Keeps the attempt's commits and dirty tree (untracked files included) under
+    /// `refs/nightshift/preserve/<item>/<attempt>`. Touches neither the worktree nor its index.
+    fn preserve(&mut self, run_id: &str, att: &AttemptRow) -> Result<String, EngineError> {
+        let ref_name = format!("refs/nightshift/preserve/{}/{}", att.item, att.attempt);
+        let path = PathBuf::from(&att.worktree);
+        let branch_tip = self.git.resolve(&format!("refs/heads/{}", att.branch))?;
+        let commit = if path.join(".git").exists() {
+            let message = format!(
+                "nightshift: preserved attempt {} of {}\n\nNightshift-Run: {run_id}\n",
+                att.attempt, att.item
+            );
+            self.git
+                .at(&path)
+                .snapshot(&message, branch_tip.as_deref())?
+        } else if let Some(tip) = branch_tip {
+            tip
+        } else {
+            att.candidate.clone().unwrap_or_else(|| att.base.clone())
+        };
+        self.git.set_ref(&ref_name, &commit)?;
+        self.store_preserved(run_id, att, &ref_name, &commit)?;
+        Ok(ref_name)
+    }
+
+    fn store_preserved(
+        &mut self,
+        run_id: &str,
+        att: &AttemptRow,
+        ref_name: &str,
+        commit: &str,
+    ) -> Result<(), EngineError> {
+        let kind = EventKind::Preserved {
+            item: att.item.clone(),
+            attempt: att.attempt,
+            ref_name: ref_name.to_owned(),
+            commit: commit.to_owned(),
+        };
+        self.record_for(run_id, kind)
+    }
+
+    /// Journals an event for `run_id`, which may be an earlier run being reconciled.
+    fn record_for(&mut self, run_id: &str, kind: EventKind) -> Result<(), EngineError> {
+        if run_id == self.run_id() {
+            self.record(kind)?;
+        } else {
+            let at = self.clock.wall().to_string();
+            let event = self.store.record(run_id, &at, kind)?;
+            (self.observe)(&event);
+        }
+        Ok(())
+    }
+
+    /// Removes a finished attempt's worktree and branch, after making sure its work is kept.
+    /// Every failure becomes a `teardown_failed` warning; the run goes on.
+    pub(super) fn teardown_attempt(
+        &mut self,
+        run_id: &str,
+        item: &str,
+        attempt: u32,
+    ) -> Result<(), EngineError> {
+        let Some(att) = self.store.attempt(run_id, item, attempt)? else {
+            return Ok(());
+        };
+        if !att.worktree_present {
+            return Ok(());
+        }
+        if att.preserve_ref.is_none()
+            && let Err(err) = self.preserve(run_id, &att)
+        {
+            return self.record_for(
+                run_id,
+                EventKind::TeardownFailed {
+                    item: item.into(),
+                    attempt,
+                    error: format!("preserve the attempt's work (the worktree is kept): {err}"),
+                },
+            );
+        }
+        let path = PathBuf::from(&att.worktree);
+        match self.remove_worktree(&path) {
+            Ok(()) => {
+                let _ = self.git.delete_branch(&att.branch);
+                self.record_for(
+                    run_id,
+                    EventKind::WorktreeRemoved {
+                        item: item.into(),
+                        attempt,
+                    },
+                )
+            }
+            Err(error) => self.record_for(
+                run_id,
+                EventKind::TeardownFailed {
+                    item: item.into(),
+                    attempt,
+                    error,
+                },
+            ),
+        }
+    }
+
+    /// remove → forced remove → (only inside `.nightshift/worktrees/`) delete the directory
+    /// and prune. Git may drop its admin entry even when deleting the files fails (seed 003),
+    /// so the fallback never depends on git still knowing the worktree.
+    fn remove_worktree(&self, path: &Path) -> Result<(), String> {
+        let git_result = self.git.worktree_remove(path);
+        if path.exists() {
+            if !self.ws.owns_worktree_path(path) {
+                return Err(format!(
+                    "remove worktree {}: {}; it is outside .nightshift/worktrees, so it is left alone",
+                    path.display(),
+                    git_result.err().map(|e| e.to_string()).unwrap_or_default()
+                ));
+            }
+            std::fs::remove_dir_all(path)
+                .map_err(|e| format!("remove worktree directory {}: {e}", path.display()))?;
+        }
+        self.git.worktree_prune().map_err(|e| e.to_string())
+    }
+
+    /// At start: finish the housekeeping a crash interrupted, for attempts of any run that
+    /// reached a verdict but still have a worktree.
+    pub(super) fn reconcile_teardowns(&mut self) -> Result<(), EngineError> {
+        for (run_id, att) in self.store.lingering_attempts()? {
+            let open_here = run_id == self.run_id() && !att.is_finished();
+            if !open_here && att.is_finished() {
+                self.teardown_attempt(&run_id, &att.item, att.attempt)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// For `--fresh`: close the unfinished run's open attempts, work preserved.
+    pub(super) fn abandon_open_attempts(&mut self, reason: &str) -> Result<(), EngineError> {
+        let run_id = self.run_id();
+        for att in self.store.attempts(&run_id)? {
+            if !att.is_finished() {
+                self.fail(&att, reason.to_owned())?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Ends processes a killed engine left behind: anything whose working directory is inside
+    /// `.nightshift/worktrees/` (agents and checks die with the engine through PDEATHSIG, but a
+    /// descendant may not).
+    pub(super) fn sweep_strays(&self) {
+        crate::session::kill_processes_under(&self.ws.worktrees());
+    }
+}

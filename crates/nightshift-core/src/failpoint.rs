@@ -1,0 +1,49 @@
+//! Failpoints for crash tests: `NIGHTSHIFT_FAILPOINT=<name>[@<n>]` makes the process kill itself
+//! with SIGKILL the n-th time (default first) it passes the named point. Names are journal event
+//! kinds (the kill happens right after the event is durable) and a few effect points such as
+//! `integrate_effect_done` (after git moved the target, before the journal says so).
+//!
+//! Unset, a failpoint costs one environment lookup on first use.
+
+use std::sync::Mutex;
+use std::sync::OnceLock;
+
+/// The environment variable that arms a failpoint.
+pub const ENV: &str = "NIGHTSHIFT_FAILPOINT";
+
+struct Armed {
+    name: String,
+    remaining: u32,
+}
+
+fn armed() -> &'static Mutex<Option<Armed>> {
+    static ARMED: OnceLock<Mutex<Option<Armed>>> = OnceLock::new();
+    ARMED.get_or_init(|| {
+        let parsed = std::env::var(ENV).ok().and_then(|spec| {
+            let (name, n) = match spec.split_once('@') {
+                Some((name, n)) => (name.to_owned(), n.parse().ok()?),
+                None => (spec, 1),
+            };
+            Some(Armed { name, remaining: n })
+        });
+        Mutex::new(parsed)
+    })
+}
+
+/// Passes the failpoint `name`; kills the process with SIGKILL if it is armed and due.
+pub fn hit(name: &str) {
+    let Ok(mut guard) = armed().lock() else {
+        return;
+    };
+    let Some(armed) = guard.as_mut() else {
+        return;
+    };
+    if armed.name != name {
+        return;
+    }
+    armed.remaining = armed.remaining.saturating_sub(1);
+    if armed.remaining == 0 {
+        // SIGKILL, not abort: the point is to model `kill -9`, with no destructors and no flush.
+        let _ = nix::sys::signal::raise(nix::sys::signal::Signal::SIGKILL);
+    }
+}

@@ -1,0 +1,227 @@
+//! Running one git command, with output, status and a deadline.
+
+use std::ffi::OsStr;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+/// The deadline for one git call. Generous: it is a hang detector, not a performance bound.
+const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// Errors from running git.
+#[derive(Debug, thiserror::Error)]
+pub enum GitError {
+    #[error("run git {args} in {dir}")]
+    Spawn {
+        args: String,
+        dir: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("run git {args} in {dir}: exit {code}: {stderr}")]
+    Failed {
+        args: String,
+        dir: PathBuf,
+        code: i32,
+        stderr: String,
+    },
+    #[error("run git {args} in {dir}: no answer within {secs}s, killed")]
+    Timeout {
+        args: String,
+        dir: PathBuf,
+        secs: u64,
+    },
+    #[error("read git's answer to {args}: {what}")]
+    Parse { args: String, what: String },
+}
+
+/// A git CLI bound to one directory (a repository or one of its worktrees).
+#[derive(Debug, Clone)]
+pub struct Git {
+    dir: PathBuf,
+    timeout: Duration,
+}
+
+/// What a git call printed, and how it exited.
+#[derive(Debug)]
+pub(crate) struct Output {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Git {
+    /// git, run in `dir`.
+    pub fn new(dir: impl Into<PathBuf>) -> Git {
+        Git {
+            dir: dir.into(),
+            timeout: DEFAULT_TIMEOUT,
+        }
+    }
+
+    /// The directory git runs in.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The same git, run in another directory.
+    pub fn at(&self, dir: impl Into<PathBuf>) -> Git {
+        Git {
+            dir: dir.into(),
+            timeout: self.timeout,
+        }
+    }
+
+    fn command<S: AsRef<OsStr>>(&self, args: &[S]) -> Command {
+        let mut cmd = Command::new("git");
+        cmd.current_dir(&self.dir)
+            .env("LC_ALL", "C")
+            .env("GIT_TERMINAL_PROMPT", "0")
+            .env_remove("GIT_DIR")
+            .env_remove("GIT_WORK_TREE")
+            .env_remove("GIT_INDEX_FILE")
+            .args([
+                "-c",
+                "core.hooksPath=/dev/null",
+                "-c",
+                "advice.detachedHead=false",
+            ])
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        cmd
+    }
+
+    /// Runs git and returns its output whatever the exit code.
+    pub(crate) fn output<S: AsRef<OsStr>>(
+        &self,
+        args: &[S],
+        env: &[(&str, &OsStr)],
+    ) -> Result<Output, GitError> {
+        let mut cmd = self.command(args);
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let display = || {
+            args.iter()
+                .map(|a| a.as_ref().to_string_lossy().into_owned())
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
+        let mut child = cmd.spawn().map_err(|source| GitError::Spawn {
+            args: display(),
+            dir: self.dir.clone(),
+            source,
+        })?;
+        let mut out_pipe = child.stdout.take();
+        let mut err_pipe = child.stderr.take();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let reader = std::thread::spawn(move || {
+            let mut err = Vec::new();
+            let err_reader = std::thread::spawn(move || {
+                if let Some(p) = err_pipe.as_mut() {
+                    let _ = p.read_to_end(&mut err);
+                }
+                err
+            });
+            let mut out = Vec::new();
+            if let Some(p) = out_pipe.as_mut() {
+                let _ = p.read_to_end(&mut out);
+            }
+            let err = err_reader.join().unwrap_or_default();
+            let _ = tx.send(());
+            (out, err)
+        });
+        // Pipes close when git (and anything it spawned) exits; wait for that or the deadline.
+        if rx.recv_timeout(self.timeout).is_err() {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(GitError::Timeout {
+                args: display(),
+                dir: self.dir.clone(),
+                secs: self.timeout.as_secs(),
+            });
+        }
+        let status = child.wait().map_err(|source| GitError::Spawn {
+            args: display(),
+            dir: self.dir.clone(),
+            source,
+        })?;
+        let (out, err) = reader.join().unwrap_or_default();
+        Ok(Output {
+            code: status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&out).into_owned(),
+            stderr: String::from_utf8_lossy(&err).into_owned(),
+        })
+    }
+
+    /// Runs git; a non-zero exit is an error.
+    pub fn run<S: AsRef<OsStr>>(&self, args: &[S]) -> Result<String, GitError> {
+        self.run_env(args, &[])
+    }
+
+    /// Runs git with extra environment; a non-zero exit is an error.
+    pub fn run_env<S: AsRef<OsStr>>(
+        &self,
+        args: &[S],
+        env: &[(&str, &OsStr)],
+    ) -> Result<String, GitError> {
+        let out = self.output(args, env)?;
+        if out.code != 0 {
+            return Err(GitError::Failed {
+                args: args
+                    .iter()
+                    .map(|a| a.as_ref().to_string_lossy().into_owned())
+                    .collect::<Vec<_>>()
+                    .join(" "),
+                dir: self.dir.clone(),
+                code: out.code,
+                stderr: out.stderr.trim().to_owned(),
+            });
+        }
+        Ok(out.stdout)
+    }
+
+    /// The top-level directory of the repository containing this directory.
+    pub fn toplevel(&self) -> Result<PathBuf, GitError> {
+        Ok(PathBuf::from(
+            self.run(&["rev-parse", "--show-toplevel"])?.trim(),
+        ))
+    }
+
+    /// The commit `rev` names, or `None` when it names nothing.
+    pub fn resolve(&self, rev: &str) -> Result<Option<String>, GitError> {
+        let spec = format!("{rev}^{{commit}}");
+        let out = self.output(&["rev-parse", "--verify", "--quiet", &spec], &[])?;
+        Ok((out.code == 0).then(|| out.stdout.trim().to_owned()))
+    }
+
+    /// The branch checked out here, or `None` on a detached HEAD.
+    pub fn current_branch(&self) -> Result<Option<String>, GitError> {
+        let out = self.output(&["symbolic-ref", "--quiet", "--short", "HEAD"], &[])?;
+        Ok((out.code == 0).then(|| out.stdout.trim().to_owned()))
+    }
+
+    /// Whether `ancestor` is an ancestor of (or equal to) `descendant`.
+    pub fn is_ancestor(&self, ancestor: &str, descendant: &str) -> Result<bool, GitError> {
+        let out = self.output(&["merge-base", "--is-ancestor", ancestor, descendant], &[])?;
+        match out.code {
+            0 => Ok(true),
+            1 => Ok(false),
+            code => Err(GitError::Failed {
+                args: format!("merge-base --is-ancestor {ancestor} {descendant}"),
+                dir: self.dir.clone(),
+                code,
+                stderr: out.stderr.trim().to_owned(),
+            }),
+        }
+    }
+
+    /// The git directory shared by all worktrees (`.git` of the main checkout).
+    pub fn common_dir(&self) -> Result<PathBuf, GitError> {
+        let out = self.run(&["rev-parse", "--path-format=absolute", "--git-common-dir"])?;
+        Ok(PathBuf::from(out.trim()))
+    }
+}

@@ -1,0 +1,8 @@
+//! The git CLI wrapper (never a library): `LC_ALL=C`, no prompts, hooks off for nightshift's own
+//! commits, a timeout on every call. Worktree lifecycle and preservation live in `worktree`.
+
+mod cmd;
+mod worktree;
+
+pub use cmd::{Git, GitError};
+pub use worktree::{MergeOutcome, WorktreeInfo};

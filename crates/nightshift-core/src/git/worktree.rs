@@ -1,0 +1,278 @@
+//! Worktree lifecycle and the object-level operations integration needs: create, commit,
+//! snapshot (preserve), merge without a checkout, compare-and-swap a ref, tear down.
+
+use std::ffi::OsStr;
+use std::path::{Path, PathBuf};
+
+use super::cmd::{Git, GitError};
+
+/// The identity nightshift's own commits carry.
+const IDENT: [(&str, &str); 4] = [
+    ("GIT_AUTHOR_NAME", "nightshift"),
+    ("GIT_AUTHOR_EMAIL", "nightshift@localhost"),
+    ("GIT_COMMITTER_NAME", "nightshift"),
+    ("GIT_COMMITTER_EMAIL", "nightshift@localhost"),
+];
+
+fn ident() -> Vec<(&'static str, &'static OsStr)> {
+    IDENT.iter().map(|(k, v)| (*k, OsStr::new(*v))).collect()
+}
+
+/// One entry of `git worktree list --porcelain`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WorktreeInfo {
+    pub path: PathBuf,
+    pub head: Option<String>,
+    /// The checked-out branch (short name), if not detached.
+    pub branch: Option<String>,
+    pub prunable: bool,
+}
+
+/// The result of merging two commits without touching any checkout.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MergeOutcome {
+    /// The merged tree.
+    Clean { tree: String },
+    /// The paths that conflict.
+    Conflict { paths: Vec<String> },
+}
+
+impl Git {
+    /// Adds a worktree at `path` on a new branch `branch` at `base`, locked with `reason`.
+    pub fn worktree_add(
+        &self,
+        path: &Path,
+        branch: &str,
+        base: &str,
+        reason: &str,
+    ) -> Result<(), GitError> {
+        let path = path.to_string_lossy();
+        self.run(&[
+            "worktree", "add", "--quiet", "--lock", "--reason", reason, "-B", branch, &path, base,
+        ])?;
+        Ok(())
+    }
+
+    /// All worktrees of the repository.
+    pub fn worktree_list(&self) -> Result<Vec<WorktreeInfo>, GitError> {
+        let out = self.run(&["worktree", "list", "--porcelain", "-z"])?;
+        let mut list = Vec::new();
+        let mut current: Option<WorktreeInfo> = None;
+        for field in out.split('\0') {
+            if field.is_empty() {
+                if let Some(info) = current.take() {
+                    list.push(info);
+                }
+                continue;
+            }
+            let (key, value) = field.split_once(' ').unwrap_or((field, ""));
+            match key {
+                "worktree" => {
+                    if let Some(info) = current.take() {
+                        list.push(info);
+                    }
+                    current = Some(WorktreeInfo {
+                        path: PathBuf::from(value),
+                        head: None,
+                        branch: None,
+                        prunable: false,
+                    });
+                }
+                "HEAD" => {
+                    if let Some(info) = current.as_mut() {
+                        info.head = Some(value.to_owned());
+                    }
+                }
+                "branch" => {
+                    if let Some(info) = current.as_mut() {
+                        info.branch = Some(
+                            value
+                                .strip_prefix("refs/heads/")
+                                .unwrap_or(value)
+                                .to_owned(),
+                        );
+                    }
+                }
+                "prunable" => {
+                    if let Some(info) = current.as_mut() {
+                        info.prunable = true;
+                    }
+                }
+                _ => {}
+            }
+        }
+        if let Some(info) = current.take() {
+            list.push(info);
+        }
+        Ok(list)
+    }
+
+    /// Whether the tracked files of this checkout match its HEAD (untracked files ignored).
+    pub fn is_clean_tracked(&self) -> Result<bool, GitError> {
+        Ok(self
+            .run(&["status", "--porcelain", "-z", "--untracked-files=no"])?
+            .is_empty())
+    }
+
+    /// Whether this checkout has any change at all, untracked files included.
+    pub fn is_dirty(&self) -> Result<bool, GitError> {
+        Ok(!self
+            .run(&["status", "--porcelain", "-z", "--untracked-files=all"])?
+            .is_empty())
+    }
+
+    /// Stages everything in this worktree and commits it as nightshift (hooks off). Returns
+    /// HEAD afterwards; commits nothing when the tree is clean.
+    pub fn commit_all(&self, message: &str) -> Result<String, GitError> {
+        if self.is_dirty()? {
+            self.run(&["add", "--all"])?;
+            self.run_env(
+                &["commit", "--quiet", "--no-verify", "-m", message],
+                &ident(),
+            )?;
+        }
+        self.resolve("HEAD")?.ok_or_else(|| GitError::Parse {
+            args: "rev-parse HEAD".into(),
+            what: "no HEAD after commit".into(),
+        })
+    }
+
+    /// A commit holding the whole working tree of this worktree, untracked files included,
+    /// whose parents are HEAD and `extra_parent` (when it differs). The worktree, its index
+    /// and its branch are not touched: the snapshot is built in a temporary index.
+    pub fn snapshot(&self, message: &str, extra_parent: Option<&str>) -> Result<String, GitError> {
+        let head = self.resolve("HEAD")?.ok_or_else(|| GitError::Parse {
+            args: "rev-parse HEAD".into(),
+            what: "the worktree has no HEAD".into(),
+        })?;
+        let git_dir = PathBuf::from(
+            self.run(&["rev-parse", "--path-format=absolute", "--git-dir"])?
+                .trim(),
+        );
+        let index = git_dir.join("nightshift-snapshot.index");
+        let _ = std::fs::remove_file(&index);
+        let env_index = [("GIT_INDEX_FILE", index.as_os_str())];
+        let result = (|| {
+            self.run_env(&["read-tree", "HEAD"], &env_index)?;
+            self.run_env(&["add", "--all", "--force"], &env_index)?;
+            let tree = self.run_env(&["write-tree"], &env_index)?.trim().to_owned();
+            let mut args = vec!["commit-tree".to_owned(), tree, "-p".into(), head.clone()];
+            if let Some(extra) = extra_parent.filter(|p| *p != head) {
+                args.push("-p".into());
+                args.push(extra.to_owned());
+            }
+            args.push("-m".into());
+            args.push(message.to_owned());
+            Ok(self.run_env(&args, &ident())?.trim().to_owned())
+        })();
+        let _ = std::fs::remove_file(&index);
+        result
+    }
+
+    /// Points `name` at `commit` unconditionally (for nightshift's own refs).
+    pub fn set_ref(&self, name: &str, commit: &str) -> Result<(), GitError> {
+        self.run(&["update-ref", name, commit])?;
+        Ok(())
+    }
+
+    /// Moves `name` to `new` only if it is still at `expected_old` (compare-and-swap).
+    pub fn cas_ref(&self, name: &str, new: &str, expected_old: &str) -> Result<bool, GitError> {
+        let out = self.output(&["update-ref", name, new, expected_old], &[])?;
+        Ok(out.code == 0)
+    }
+
+    /// The tree of a commit.
+    pub fn tree_of(&self, commit: &str) -> Result<String, GitError> {
+        Ok(self
+            .run(&["rev-parse", &format!("{commit}^{{tree}}")])?
+            .trim()
+            .to_owned())
+    }
+
+    /// Merges `theirs` into `ours` without touching any checkout.
+    pub fn merge_tree(&self, ours: &str, theirs: &str) -> Result<MergeOutcome, GitError> {
+        let out = self.output(
+            &[
+                "merge-tree",
+                "--write-tree",
+                "-z",
+                "--name-only",
+                "--no-messages",
+                ours,
+                theirs,
+            ],
+            &[],
+        )?;
+        let mut fields = out.stdout.split('\0').filter(|f| !f.is_empty());
+        let tree = fields.next().unwrap_or_default().trim().to_owned();
+        match out.code {
+            0 => Ok(MergeOutcome::Clean { tree }),
+            1 => {
+                let mut paths: Vec<String> = fields.map(str::to_owned).collect();
+                paths.dedup();
+                Ok(MergeOutcome::Conflict { paths })
+            }
+            code => Err(GitError::Failed {
+                args: format!("merge-tree --write-tree {ours} {theirs}"),
+                dir: self.dir().to_owned(),
+                code,
+                stderr: out.stderr.trim().to_owned(),
+            }),
+        }
+    }
+
+    /// Creates a commit of `tree` with `parents`, as nightshift.
+    pub fn commit_tree(
+        &self,
+        tree: &str,
+        parents: &[&str],
+        message: &str,
+    ) -> Result<String, GitError> {
+        let mut args = vec!["commit-tree".to_owned(), tree.to_owned()];
+        for p in parents {
+            args.push("-p".into());
+            args.push((*p).to_owned());
+        }
+        args.push("-m".into());
+        args.push(message.to_owned());
+        Ok(self.run_env(&args, &ident())?.trim().to_owned())
+    }
+
+    /// Checks out `commit` detached in this worktree (clean trees only).
+    pub fn checkout_detached(&self, commit: &str) -> Result<(), GitError> {
+        self.run(&["checkout", "--quiet", "--detach", commit])?;
+        Ok(())
+    }
+
+    /// Fast-forwards the branch checked out here to `commit`, updating the files.
+    pub fn merge_ff_only(&self, commit: &str) -> Result<(), GitError> {
+        self.run(&["merge", "--quiet", "--ff-only", "--no-verify", commit])?;
+        Ok(())
+    }
+
+    /// Removes a worktree: unlock, remove, then forced remove. The caller handles what remains.
+    pub fn worktree_remove(&self, path: &Path) -> Result<(), GitError> {
+        let p = path.to_string_lossy();
+        let _ = self.output(&["worktree", "unlock", &p], &[]);
+        if self.run(&["worktree", "remove", &p]).is_ok() {
+            return Ok(());
+        }
+        self.run(&["worktree", "remove", "--force", "--force", &p])?;
+        Ok(())
+    }
+
+    /// Forgets worktrees whose directories are gone.
+    pub fn worktree_prune(&self) -> Result<(), GitError> {
+        self.run(&["worktree", "prune"])?;
+        Ok(())
+    }
+
+    /// Deletes a local branch if it exists.
+    pub fn delete_branch(&self, branch: &str) -> Result<(), GitError> {
+        let refname = format!("refs/heads/{branch}");
+        if self.resolve(&refname)?.is_some() {
+            self.run(&["update-ref", "-d", &refname])?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,212 @@
+//! The journal's vocabulary. Every state transition is one of these, appended in the same
+//! transaction that applies it to the state tables. Kinds are stable once shipped: add new
+//! variants and optional fields; never rename or repurpose one.
+
+use serde::{Deserialize, Serialize};
+
+/// One journal entry as stored.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Event {
+    /// Position in the journal (1-based, strictly increasing).
+    pub seq: i64,
+    /// The run this event belongs to.
+    pub run_id: String,
+    /// When it was recorded (RFC 3339, UTC).
+    pub at: String,
+    /// What happened.
+    #[serde(flatten)]
+    pub kind: EventKind,
+}
+
+/// An item as the run recorded it at start (the plan snapshot the run works from).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PlannedItem {
+    pub id: String,
+    pub prompt: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub check: Option<String>,
+    /// Set when an earlier run already shipped this item; it is not attempted again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shipped_by: Option<String>,
+}
+
+/// Which tree a check ran on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CheckStage {
+    /// The attempt's own work tree, after an agent session.
+    Work,
+    /// The attempt's work merged onto the current target tip, before the target moves.
+    Merged,
+}
+
+pub use crate::session::Outcome;
+
+/// What happened, with the data the fold needs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum EventKind {
+    /// A new run over a plan snapshot.
+    RunStarted {
+        target: String,
+        base: String,
+        max_iterations: u32,
+        max_attempts: u32,
+        items: Vec<PlannedItem>,
+    },
+    /// An engine picked up an unfinished run.
+    RunResumed { pid: u32 },
+    /// The queue drained; parked items are queued once more.
+    PassStarted { pass: u32, requeued: Vec<String> },
+    /// Intent: a fresh worktree for a new attempt at `base`.
+    AttemptStarted {
+        item: String,
+        attempt: u32,
+        base: String,
+        branch: String,
+        worktree: String,
+    },
+    /// The worktree exists, on `branch` at `base`.
+    WorktreeReady { item: String, attempt: u32 },
+    /// Intent: an agent session is about to start.
+    SessionStarted {
+        item: String,
+        attempt: u32,
+        iteration: u32,
+        log: String,
+    },
+    SessionEnded {
+        item: String,
+        attempt: u32,
+        iteration: u32,
+        outcome: Outcome,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        exit_code: Option<i32>,
+        duration_ms: u64,
+    },
+    /// Intent: the check is about to run.
+    CheckStarted {
+        item: String,
+        attempt: u32,
+        iteration: u32,
+        stage: CheckStage,
+    },
+    CheckEnded {
+        item: String,
+        attempt: u32,
+        iteration: u32,
+        stage: CheckStage,
+        green: bool,
+        outcome: Outcome,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        exit_code: Option<i32>,
+        output_sha256: String,
+        log: String,
+        duration_ms: u64,
+    },
+    /// The attempt's work is one commit (nightshift's, hooks off) on its branch.
+    Committed {
+        item: String,
+        attempt: u32,
+        commit: String,
+    },
+    /// The attempt's work, brought onto the current target tip as one commit.
+    MergePrepared {
+        item: String,
+        attempt: u32,
+        commit: String,
+        onto: String,
+    },
+    /// Intent: move `target` from `expected_old` to `commit`.
+    IntegrateIntended {
+        item: String,
+        attempt: u32,
+        target: String,
+        commit: String,
+        expected_old: String,
+    },
+    /// Confirmed: the target holds `commit`. The item is shipped.
+    Integrated {
+        item: String,
+        attempt: u32,
+        commit: String,
+    },
+    /// The attempt's commits and dirty tree are kept under `ref_name`.
+    Preserved {
+        item: String,
+        attempt: u32,
+        ref_name: String,
+        commit: String,
+    },
+    /// The attempt ended without shipping; the item is queued again or parked.
+    AttemptFailed {
+        item: String,
+        attempt: u32,
+        reason: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        preserve_ref: Option<String>,
+    },
+    /// Housekeeping: the attempt's worktree is gone.
+    WorktreeRemoved { item: String, attempt: u32 },
+    /// Housekeeping failed; a warning, reconciled at the next start. Never fatal.
+    TeardownFailed {
+        item: String,
+        attempt: u32,
+        error: String,
+    },
+    /// The run stopped on a computed condition.
+    RunFinished {
+        halt_reason: crate::halt::HaltReason,
+        exit_code: i32,
+    },
+}
+
+impl EventKind {
+    /// The stable snake_case name of this kind (also the failpoint name after it is durable).
+    pub fn name(&self) -> &'static str {
+        match self {
+            EventKind::RunStarted { .. } => "run_started",
+            EventKind::RunResumed { .. } => "run_resumed",
+            EventKind::PassStarted { .. } => "pass_started",
+            EventKind::AttemptStarted { .. } => "attempt_started",
+            EventKind::WorktreeReady { .. } => "worktree_ready",
+            EventKind::SessionStarted { .. } => "session_started",
+            EventKind::SessionEnded { .. } => "session_ended",
+            EventKind::CheckStarted { .. } => "check_started",
+            EventKind::CheckEnded { .. } => "check_ended",
+            EventKind::Committed { .. } => "committed",
+            EventKind::MergePrepared { .. } => "merge_prepared",
+            EventKind::IntegrateIntended { .. } => "integrate_intended",
+            EventKind::Integrated { .. } => "integrated",
+            EventKind::Preserved { .. } => "preserved",
+            EventKind::AttemptFailed { .. } => "attempt_failed",
+            EventKind::WorktreeRemoved { .. } => "worktree_removed",
+            EventKind::TeardownFailed { .. } => "teardown_failed",
+            EventKind::RunFinished { .. } => "run_finished",
+        }
+    }
+
+    /// The item and attempt this event is about, if any.
+    pub fn item_attempt(&self) -> (Option<&str>, Option<u32>) {
+        match self {
+            EventKind::AttemptStarted { item, attempt, .. }
+            | EventKind::WorktreeReady { item, attempt }
+            | EventKind::SessionStarted { item, attempt, .. }
+            | EventKind::SessionEnded { item, attempt, .. }
+            | EventKind::CheckStarted { item, attempt, .. }
+            | EventKind::CheckEnded { item, attempt, .. }
+            | EventKind::Committed { item, attempt, .. }
+            | EventKind::MergePrepared { item, attempt, .. }
+            | EventKind::IntegrateIntended { item, attempt, .. }
+            | EventKind::Integrated { item, attempt, .. }
+            | EventKind::Preserved { item, attempt, .. }
+            | EventKind::AttemptFailed { item, attempt, .. }
+            | EventKind::WorktreeRemoved { item, attempt }
+            | EventKind::TeardownFailed { item, attempt, .. } => (Some(item), Some(*attempt)),
+            EventKind::RunStarted { .. }
+            | EventKind::RunResumed { .. }
+            | EventKind::PassStarted { .. }
+            | EventKind::RunFinished { .. } => (None, None),
+        }
+    }
+}

@@ -1,0 +1,387 @@
+//! The store: `.nightshift/state.db`, an SQLite file in WAL mode with `synchronous=FULL`.
+//! The journal (`events`) and the state it folds into (`runs`, `items`, `attempts`) change
+//! together, one transaction per transition. One writer (the engine); readers open read-only.
+
+mod event;
+mod fold;
+mod lock;
+mod schema;
+
+use std::path::Path;
+
+use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
+
+pub use event::{CheckStage, Event, EventKind, Outcome, PlannedItem};
+pub use lock::{LockError, RunLock, read_holder};
+pub use schema::{MigrateError, VERSION as SCHEMA_VERSION};
+
+/// Errors from the store.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("open the state database {path}")]
+    Open {
+        path: String,
+        #[source]
+        source: rusqlite::Error,
+    },
+    #[error(transparent)]
+    Migrate(#[from] MigrateError),
+    #[error("query the state database")]
+    Sql(#[from] rusqlite::Error),
+    #[error("decode journal entry {seq}")]
+    Decode {
+        seq: i64,
+        #[source]
+        source: serde_json::Error,
+    },
+    #[error("encode a journal entry")]
+    Encode(#[source] serde_json::Error),
+}
+
+/// A run as the state tables hold it.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct RunRow {
+    pub id: String,
+    pub started_at: String,
+    pub finished_at: Option<String>,
+    pub target: String,
+    pub base: String,
+    pub max_iterations: u32,
+    pub max_attempts: u32,
+    pub state: String,
+    pub halt_reason: Option<String>,
+    pub exit_code: Option<i32>,
+    pub pass: u32,
+}
+
+impl RunRow {
+    /// Whether the run is still open (not finished).
+    pub fn is_running(&self) -> bool {
+        self.state == "running"
+    }
+}
+
+/// An item of a run.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct ItemRow {
+    pub id: String,
+    pub position: u32,
+    pub prompt: String,
+    pub check_command: Option<String>,
+    pub state: String,
+    pub attempts: u32,
+    pub allowed: u32,
+    pub current_attempt: Option<u32>,
+    pub reason: Option<String>,
+    pub preserve_ref: Option<String>,
+    pub shipped_commit: Option<String>,
+    pub shipped_pass: Option<u32>,
+}
+
+/// One attempt at an item.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct AttemptRow {
+    pub item: String,
+    pub attempt: u32,
+    pub base: String,
+    pub branch: String,
+    pub worktree: String,
+    pub phase: String,
+    pub iteration: u32,
+    pub candidate: Option<String>,
+    pub merged: Option<String>,
+    pub onto: Option<String>,
+    pub preserve_ref: Option<String>,
+    pub reason: Option<String>,
+    pub worktree_present: bool,
+    pub last_check_log: Option<String>,
+}
+
+impl AttemptRow {
+    /// Whether the attempt has reached a verdict (shipped or failed).
+    pub fn is_finished(&self) -> bool {
+        matches!(self.phase.as_str(), "integrated" | "failed")
+    }
+}
+
+/// The state database.
+pub struct Store {
+    conn: Connection,
+}
+
+impl Store {
+    /// Opens (creating if needed) the database for writing and migrates it.
+    pub fn open(path: &Path) -> Result<Store, StoreError> {
+        let mut conn = Connection::open(path).map_err(|source| StoreError::Open {
+            path: path.display().to_string(),
+            source,
+        })?;
+        conn.pragma_update(None, "journal_mode", "WAL")?;
+        conn.pragma_update(None, "synchronous", "FULL")?;
+        conn.pragma_update(None, "foreign_keys", "ON")?;
+        conn.busy_timeout(std::time::Duration::from_secs(10))?;
+        schema::migrate(&mut conn)?;
+        Ok(Store { conn })
+    }
+
+    /// Opens the database read-only (for `status`, `log` and other readers).
+    pub fn open_read_only(path: &Path) -> Result<Store, StoreError> {
+        let conn = Connection::open_with_flags(
+            path,
+            OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )
+        .map_err(|source| StoreError::Open {
+            path: path.display().to_string(),
+            source,
+        })?;
+        conn.busy_timeout(std::time::Duration::from_secs(10))?;
+        let found: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+        if found > schema::VERSION {
+            return Err(MigrateError::TooNew { found }.into());
+        }
+        Ok(Store { conn })
+    }
+
+    /// Appends `kind` to the journal and applies it to the state, in one transaction.
+    pub fn record(&mut self, run_id: &str, at: &str, kind: EventKind) -> Result<Event, StoreError> {
+        let data = serde_json::to_string(&kind).map_err(StoreError::Encode)?;
+        let (item, attempt) = kind.item_attempt();
+        let tx = self.conn.transaction()?;
+        tx.execute(
+            "INSERT INTO events (run_id, at, kind, item, attempt, data) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            params![run_id, at, kind.name(), item, attempt, data],
+        )?;
+        let seq = tx.last_insert_rowid();
+        fold::apply(&tx, run_id, at, &kind)?;
+        tx.commit()?;
+        Ok(Event {
+            seq,
+            run_id: run_id.to_owned(),
+            at: at.to_owned(),
+            kind,
+        })
+    }
+
+    /// The most recently started run.
+    pub fn latest_run(&self) -> Result<Option<RunRow>, StoreError> {
+        Ok(self
+            .conn
+            .query_row(
+                &format!(
+                    "SELECT {RUN_COLUMNS} FROM runs ORDER BY started_at DESC, rowid DESC LIMIT 1"
+                ),
+                [],
+                run_row,
+            )
+            .optional()?)
+    }
+
+    /// A run by id.
+    pub fn run(&self, run_id: &str) -> Result<Option<RunRow>, StoreError> {
+        Ok(self
+            .conn
+            .query_row(
+                &format!("SELECT {RUN_COLUMNS} FROM runs WHERE id = ?1"),
+                [run_id],
+                run_row,
+            )
+            .optional()?)
+    }
+
+    /// The items of a run, in plan order.
+    pub fn items(&self, run_id: &str) -> Result<Vec<ItemRow>, StoreError> {
+        let mut stmt = self.conn.prepare(
+            "SELECT id, position, prompt, check_command, state, attempts, allowed, current_attempt,
+                    reason, preserve_ref, shipped_commit, shipped_pass
+             FROM items WHERE run_id = ?1 ORDER BY position",
+        )?;
+        let rows = stmt.query_map([run_id], |r| {
+            Ok(ItemRow {
+                id: r.get(0)?,
+                position: r.get(1)?,
+                prompt: r.get(2)?,
+                check_command: r.get(3)?,
+                state: r.get(4)?,
+                attempts: r.get(5)?,
+                allowed: r.get(6)?,
+                current_attempt: r.get(7)?,
+                reason: r.get(8)?,
+                preserve_ref: r.get(9)?,
+                shipped_commit: r.get(10)?,
+                shipped_pass: r.get(11)?,
+            })
+        })?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// The attempts of a run, oldest first.
+    pub fn attempts(&self, run_id: &str) -> Result<Vec<AttemptRow>, StoreError> {
+        let mut stmt = self.conn.prepare(
+            "SELECT item, attempt, base, branch, worktree, phase, iteration, candidate, merged, onto,
+                    preserve_ref, reason, worktree_present, last_check_log
+             FROM attempts WHERE run_id = ?1 ORDER BY rowid",
+        )?;
+        let rows = stmt.query_map([run_id], attempt_row)?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// Attempts of any run whose worktree may still exist on disk.
+    pub fn lingering_attempts(&self) -> Result<Vec<(String, AttemptRow)>, StoreError> {
+        let mut stmt = self.conn.prepare(
+            "SELECT item, attempt, base, branch, worktree, phase, iteration, candidate, merged, onto,
+                    preserve_ref, reason, worktree_present, last_check_log, run_id
+             FROM attempts WHERE worktree_present = 1 ORDER BY rowid",
+        )?;
+        let rows = stmt.query_map([], |r| Ok((r.get::<_, String>(14)?, attempt_row(r)?)))?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// One attempt.
+    pub fn attempt(
+        &self,
+        run_id: &str,
+        item: &str,
+        attempt: u32,
+    ) -> Result<Option<AttemptRow>, StoreError> {
+        Ok(self
+            .conn
+            .query_row(
+                "SELECT item, attempt, base, branch, worktree, phase, iteration, candidate, merged, onto,
+                        preserve_ref, reason, worktree_present, last_check_log
+                 FROM attempts WHERE run_id = ?1 AND item = ?2 AND attempt = ?3",
+                params![run_id, item, attempt],
+                attempt_row,
+            )
+            .optional()?)
+    }
+
+    /// The highest attempt number any run has used for `item` (attempt numbers never repeat,
+    /// so refs and worktree paths named after them never collide across runs).
+    pub fn max_attempt_number(&self, item: &str) -> Result<u32, StoreError> {
+        Ok(self.conn.query_row(
+            "SELECT COALESCE(MAX(attempt), 0) FROM attempts WHERE item = ?1",
+            [item],
+            |r| r.get(0),
+        )?)
+    }
+
+    /// The run that shipped `item`, if any finished or running run did.
+    pub fn shipped_by(&self, item: &str) -> Result<Option<String>, StoreError> {
+        Ok(self
+            .conn
+            .query_row(
+                "SELECT run_id FROM items WHERE id = ?1 AND state = 'shipped' AND shipped_commit IS NOT NULL
+                 ORDER BY rowid DESC LIMIT 1",
+                [item],
+                |r| r.get(0),
+            )
+            .optional()?)
+    }
+
+    /// Journal entries after `after_seq` (all runs), oldest first, at most `limit`.
+    pub fn events_after(&self, after_seq: i64, limit: usize) -> Result<Vec<Event>, StoreError> {
+        let mut stmt = self.conn.prepare(
+            "SELECT seq, run_id, at, data FROM events WHERE seq > ?1 ORDER BY seq LIMIT ?2",
+        )?;
+        let rows = stmt.query_map(params![after_seq, limit as i64], |r| {
+            Ok((
+                r.get::<_, i64>(0)?,
+                r.get::<_, String>(1)?,
+                r.get::<_, String>(2)?,
+                r.get::<_, String>(3)?,
+            ))
+        })?;
+        let mut events = Vec::new();
+        for row in rows {
+            let (seq, run_id, at, data) = row?;
+            let kind =
+                serde_json::from_str(&data).map_err(|source| StoreError::Decode { seq, source })?;
+            events.push(Event {
+                seq,
+                run_id,
+                at,
+                kind,
+            });
+        }
+        Ok(events)
+    }
+
+    /// Rebuilds the state tables from the journal in a scratch in-memory database and returns
+    /// whether they equal the stored ones. A consistency proof for tests and `doctor`.
+    pub fn refold_matches(&self) -> Result<bool, StoreError> {
+        let mut scratch = Connection::open_in_memory()?;
+        schema::migrate(&mut scratch)?;
+        let events = self.events_after(0, usize::MAX >> 1)?;
+        {
+            let tx = scratch.transaction()?;
+            for event in &events {
+                fold::apply(&tx, &event.run_id, &event.at, &event.kind)?;
+            }
+            tx.commit()?;
+        }
+        for (table, order) in [
+            ("runs", "id"),
+            ("items", "run_id, id"),
+            ("attempts", "run_id, item, attempt"),
+        ] {
+            if dump(&self.conn, table, order)? != dump(&scratch, table, order)? {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+}
+
+const RUN_COLUMNS: &str = "id, started_at, finished_at, target, base, max_iterations, max_attempts, state, halt_reason, exit_code, pass";
+
+fn run_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RunRow> {
+    Ok(RunRow {
+        id: r.get(0)?,
+        started_at: r.get(1)?,
+        finished_at: r.get(2)?,
+        target: r.get(3)?,
+        base: r.get(4)?,
+        max_iterations: r.get(5)?,
+        max_attempts: r.get(6)?,
+        state: r.get(7)?,
+        halt_reason: r.get(8)?,
+        exit_code: r.get(9)?,
+        pass: r.get(10)?,
+    })
+}
+
+fn attempt_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<AttemptRow> {
+    Ok(AttemptRow {
+        item: r.get(0)?,
+        attempt: r.get(1)?,
+        base: r.get(2)?,
+        branch: r.get(3)?,
+        worktree: r.get(4)?,
+        phase: r.get(5)?,
+        iteration: r.get(6)?,
+        candidate: r.get(7)?,
+        merged: r.get(8)?,
+        onto: r.get(9)?,
+        preserve_ref: r.get(10)?,
+        reason: r.get(11)?,
+        worktree_present: r.get::<_, i64>(12)? != 0,
+        last_check_log: r.get(13)?,
+    })
+}
+
+fn dump(conn: &Connection, table: &str, order: &str) -> rusqlite::Result<Vec<Vec<String>>> {
+    let mut stmt = conn.prepare(&format!("SELECT * FROM {table} ORDER BY {order}"))?;
+    let columns = stmt.column_count();
+    let rows = stmt.query_map([], |r| {
+        (0..columns)
+            .map(|i| {
+                r.get::<_, rusqlite::types::Value>(i)
+                    .map(|v| format!("{v:?}"))
+            })
+            .collect::<Result<Vec<_>, _>>()
+    })?;
+    rows.collect()
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,92 @@
+//! The database schema and its forward migrations, versioned with `PRAGMA user_version`.
+
+use rusqlite::Connection;
+
+/// The schema version this binary writes. An older binary refuses a newer database.
+pub const VERSION: i64 = 1;
+
+const V1: &str = r#"
+CREATE TABLE events (
+    seq     INTEGER PRIMARY KEY AUTOINCREMENT,
+    run_id  TEXT NOT NULL,
+    at      TEXT NOT NULL,
+    kind    TEXT NOT NULL,
+    item    TEXT,
+    attempt INTEGER,
+    data    TEXT NOT NULL
+);
+CREATE INDEX events_run ON events(run_id, seq);
+CREATE TABLE runs (
+    id             TEXT PRIMARY KEY,
+    started_at     TEXT NOT NULL,
+    finished_at    TEXT,
+    target         TEXT NOT NULL,
+    base           TEXT NOT NULL,
+    max_iterations INTEGER NOT NULL,
+    max_attempts   INTEGER NOT NULL,
+    state          TEXT NOT NULL,
+    halt_reason    TEXT,
+    exit_code      INTEGER,
+    pass           INTEGER NOT NULL
+);
+CREATE TABLE items (
+    run_id          TEXT NOT NULL,
+    id              TEXT NOT NULL,
+    position        INTEGER NOT NULL,
+    prompt          TEXT NOT NULL,
+    check_command   TEXT,
+    state           TEXT NOT NULL,
+    attempts        INTEGER NOT NULL,
+    allowed         INTEGER NOT NULL,
+    current_attempt INTEGER,
+    reason          TEXT,
+    preserve_ref    TEXT,
+    shipped_commit  TEXT,
+    shipped_pass    INTEGER,
+    PRIMARY KEY (run_id, id)
+);
+CREATE TABLE attempts (
+    run_id           TEXT NOT NULL,
+    item             TEXT NOT NULL,
+    attempt          INTEGER NOT NULL,
+    base             TEXT NOT NULL,
+    branch           TEXT NOT NULL,
+    worktree         TEXT NOT NULL,
+    phase            TEXT NOT NULL,
+    iteration        INTEGER NOT NULL,
+    candidate        TEXT,
+    merged           TEXT,
+    onto             TEXT,
+    preserve_ref     TEXT,
+    reason           TEXT,
+    worktree_present INTEGER NOT NULL,
+    last_check_log   TEXT,
+    PRIMARY KEY (run_id, item, attempt)
+);
+"#;
+
+/// Errors from bringing a database to this binary's schema.
+#[derive(Debug, thiserror::Error)]
+pub enum MigrateError {
+    #[error(
+        "open a state database of schema version {found}; this nightshift understands up to {VERSION}: upgrade nightshift"
+    )]
+    TooNew { found: i64 },
+    #[error("migrate the state database")]
+    Sql(#[from] rusqlite::Error),
+}
+
+/// Brings `conn` forward to [`VERSION`], one transaction per step.
+pub fn migrate(conn: &mut Connection) -> Result<(), MigrateError> {
+    let found: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+    if found > VERSION {
+        return Err(MigrateError::TooNew { found });
+    }
+    if found < 1 {
+        let tx = conn.transaction()?;
+        tx.execute_batch(V1)?;
+        tx.pragma_update(None, "user_version", 1)?;
+        tx.commit()?;
+    }
+    Ok(())
+}

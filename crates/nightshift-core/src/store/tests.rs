@@ -1,0 +1,110 @@
+use super::*;
+
+fn planned(id: &str) -> PlannedItem {
+    PlannedItem {
+        id: id.into(),
+        prompt: format!("do {id}"),
+        check: None,
+        shipped_by: None,
+    }
+}
+
+fn started(items: &[&str]) -> EventKind {
+    EventKind::RunStarted {
+        target: "main".into(),
+        base: "b0".into(),
+        max_iterations: 2,
+        max_attempts: 1,
+        items: items.iter().map(|i| planned(i)).collect(),
+    }
+}
+
+#[test]
+fn record_appends_and_folds_in_one_step() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = Store::open(&dir.path().join("state.db")).unwrap();
+    store.record("r1", "t0", started(&["a", "b"])).unwrap();
+    store
+        .record(
+            "r1",
+            "t1",
+            EventKind::AttemptStarted {
+                item: "a".into(),
+                attempt: 1,
+                base: "b0".into(),
+                branch: "nightshift/a/1".into(),
+                worktree: "/w/a-1".into(),
+            },
+        )
+        .unwrap();
+    store
+        .record(
+            "r1",
+            "t2",
+            EventKind::AttemptFailed {
+                item: "a".into(),
+                attempt: 1,
+                reason: "red".into(),
+                preserve_ref: None,
+            },
+        )
+        .unwrap();
+    let items = store.items("r1").unwrap();
+    assert_eq!(items[0].state, "parked", "one allowed attempt, spent");
+    assert_eq!(items[0].reason.as_deref(), Some("red"));
+    assert_eq!(items[1].state, "queued");
+    store
+        .record(
+            "r1",
+            "t3",
+            EventKind::PassStarted {
+                pass: 2,
+                requeued: vec!["a".into()],
+            },
+        )
+        .unwrap();
+    let items = store.items("r1").unwrap();
+    assert_eq!((items[0].state.as_str(), items[0].allowed), ("queued", 2));
+    assert_eq!(store.max_attempt_number("a").unwrap(), 1);
+    assert_eq!(store.events_after(0, 100).unwrap().len(), 4);
+    assert!(store.refold_matches().unwrap());
+}
+
+#[test]
+fn refold_detects_state_that_is_not_the_fold_of_the_journal() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = Store::open(&dir.path().join("state.db")).unwrap();
+    store.record("r1", "t0", started(&["a"])).unwrap();
+    assert!(store.refold_matches().unwrap());
+    store
+        .conn
+        .execute("UPDATE items SET state = 'shipped'", [])
+        .unwrap();
+    assert!(!store.refold_matches().unwrap());
+}
+
+#[test]
+fn a_newer_database_is_refused_with_a_clear_message() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("state.db");
+    drop(Store::open(&path).unwrap());
+    let conn = Connection::open(&path).unwrap();
+    conn.pragma_update(None, "user_version", SCHEMA_VERSION + 1)
+        .unwrap();
+    drop(conn);
+    let err = Store::open(&path).err().unwrap();
+    assert!(err.to_string().contains("upgrade nightshift"), "{err}");
+}
+
+#[test]
+fn the_lock_is_exclusive_and_names_its_holder() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("lock");
+    let held = RunLock::acquire(&path, "pid 42 run r1").unwrap();
+    match RunLock::acquire(&path, "pid 43") {
+        Err(LockError::Held { holder, .. }) => assert_eq!(holder, "pid 42 run r1"),
+        other => panic!("expected Held, got {other:?}"),
+    }
+    drop(held);
+    assert!(RunLock::acquire(&path, "pid 43").is_ok());
+}

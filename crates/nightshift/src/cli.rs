@@ -1,0 +1,87 @@
+//! The command line.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+/// Run coding agents unattended over a queue of work items in a git repository — overnight, safely.
+#[derive(Debug, Parser)]
+#[command(name = "nightshift", version, about, max_term_width = 100)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Write a commented nightshift.toml and keep .nightshift/ out of git.
+    Init(InitArgs),
+    /// Run the plan (or resume the unfinished run) until it halts.
+    Run(RunArgs),
+    /// Show the run and every item's state.
+    Status(StatusArgs),
+    /// Show the journal; `-f` follows it live.
+    Log(LogArgs),
+    /// Make a scratch repository with a plan and a scripted agent, run it, and show the report.
+    Demo(DemoArgs),
+}
+
+/// Where to find the repository.
+#[derive(Debug, Args)]
+pub struct RepoArgs {
+    /// The repository (any directory inside it). Default: the current directory.
+    #[arg(short = 'C', long = "repo", value_name = "DIR", global = true)]
+    pub repo: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct InitArgs {
+    #[command(flatten)]
+    pub repo: RepoArgs,
+    /// Overwrite an existing nightshift.toml.
+    #[arg(long)]
+    pub force: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    #[command(flatten)]
+    pub repo: RepoArgs,
+    /// Start a new run even if one is unfinished (its open attempts are preserved first).
+    #[arg(long)]
+    pub fresh: bool,
+    /// Print one JSON object per journal event instead of progress lines.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct StatusArgs {
+    #[command(flatten)]
+    pub repo: RepoArgs,
+    /// One JSON object on stdout (schema: `nightshift status --json-schema`).
+    #[arg(long)]
+    pub json: bool,
+    /// Print the JSON Schema of `--json` output.
+    #[arg(long, hide = true)]
+    pub json_schema: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct LogArgs {
+    #[command(flatten)]
+    pub repo: RepoArgs,
+    /// One JSON object per line.
+    #[arg(long)]
+    pub json: bool,
+    /// Keep printing new events until the run finishes.
+    #[arg(short = 'f', long)]
+    pub follow: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct DemoArgs {
+    /// Where to create the demo (must not exist). Default: a new directory under the system temp dir.
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+}

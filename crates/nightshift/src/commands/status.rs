@@ -1,0 +1,39 @@
+//! `nightshift status`: the latest run and each item's state.
+
+use crate::CommandResult;
+use crate::cli::StatusArgs;
+use crate::json::{Status, status_schema};
+use crate::render;
+
+pub fn run(args: &StatusArgs) -> CommandResult {
+    if args.json_schema {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&status_schema()).unwrap_or_default()
+        );
+        return Ok(0);
+    }
+    let ws = super::workspace(&args.repo)?;
+    let (run, items) = match super::read_store(&ws)? {
+        Some(store) => match store.latest_run()? {
+            Some(run) => {
+                let items = store.items(&run.id)?;
+                (Some(run), items)
+            }
+            None => (None, Vec::new()),
+        },
+        None => (None, Vec::new()),
+    };
+    if args.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&Status::new(run.as_ref(), &items)).unwrap_or_default()
+        );
+    } else {
+        match &run {
+            Some(run) => print!("{}", render::status(run, &items)),
+            None => println!("no run has started in {}", ws.root().display()),
+        }
+    }
+    Ok(0)
+}

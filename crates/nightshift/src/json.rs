@@ -1,0 +1,125 @@
+//! Every `--json` shape lives here, with a JSON Schema and a version. Changing a shape is a
+//! deliberate, versioned act, pinned by snapshot tests.
+
+use schemars::JsonSchema;
+use serde::Serialize;
+
+use nightshift_core::store::{ItemRow, RunRow};
+
+/// The version of the `status --json` shape.
+pub const STATUS_VERSION: u32 = 1;
+/// The version of the `log --json` line shape.
+pub const LOG_VERSION: u32 = 1;
+
+/// `nightshift status --json`.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct Status {
+    /// Shape version; bumped on any incompatible change.
+    pub version: u32,
+    /// The latest run, or null when none has started here.
+    pub run: Option<RunStatus>,
+    /// The latest run's items in plan order.
+    pub items: Vec<ItemStatus>,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct RunStatus {
+    pub id: String,
+    /// `running` or `finished`.
+    pub state: String,
+    pub target: String,
+    /// The target's commit when the run started.
+    pub base: String,
+    pub started_at: String,
+    pub finished_at: Option<String>,
+    /// Why it stopped (see docs/exit-codes.md), when finished.
+    pub halt_reason: Option<String>,
+    pub exit_code: Option<i32>,
+    /// 1 for the first pass over the queue; parked items are retried in later passes.
+    pub pass: u32,
+    pub counts: Counts,
+}
+
+#[derive(Debug, Default, Serialize, JsonSchema)]
+pub struct Counts {
+    pub queued: u32,
+    pub running: u32,
+    pub shipped: u32,
+    pub parked: u32,
+    pub escalated: u32,
+    pub awaiting_operator: u32,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct ItemStatus {
+    pub id: String,
+    /// One of `queued`, `running`, `shipped`, `parked`, `escalated`, `awaiting_operator`.
+    pub state: String,
+    /// Attempts started in this run.
+    pub attempts: u32,
+    /// Why it is parked, or the last failure of an item going round again.
+    pub reason: Option<String>,
+    /// Where the last attempt's work is kept.
+    pub preserve_ref: Option<String>,
+    /// The commit on the target, when shipped.
+    pub commit: Option<String>,
+}
+
+impl Status {
+    pub fn new(run: Option<&RunRow>, items: &[ItemRow]) -> Status {
+        let run = run.map(|r| {
+            let mut counts = Counts::default();
+            for i in items {
+                match i.state.as_str() {
+                    "queued" => counts.queued += 1,
+                    "running" => counts.running += 1,
+                    "shipped" => counts.shipped += 1,
+                    "parked" => counts.parked += 1,
+                    "escalated" => counts.escalated += 1,
+                    "awaiting_operator" => counts.awaiting_operator += 1,
+                    _ => {}
+                }
+            }
+            RunStatus {
+                id: r.id.clone(),
+                state: r.state.clone(),
+                target: r.target.clone(),
+                base: r.base.clone(),
+                started_at: r.started_at.clone(),
+                finished_at: r.finished_at.clone(),
+                halt_reason: r.halt_reason.clone(),
+                exit_code: r.exit_code,
+                pass: r.pass,
+                counts,
+            }
+        });
+        Status {
+            version: STATUS_VERSION,
+            run,
+            items: items
+                .iter()
+                .map(|i| ItemStatus {
+                    id: i.id.clone(),
+                    state: i.state.clone(),
+                    attempts: i.attempts,
+                    reason: i.reason.clone(),
+                    preserve_ref: i.preserve_ref.clone(),
+                    commit: i.shipped_commit.clone(),
+                })
+                .collect(),
+        }
+    }
+}
+
+/// One line of `nightshift log --json`: a journal event, with `kind` and its fields inline.
+#[derive(Debug, Serialize)]
+pub struct LogLine<'a> {
+    pub version: u32,
+    #[serde(flatten)]
+    pub event: &'a nightshift_core::store::Event,
+}
+
+/// The schema of `status --json`.
+pub fn status_schema() -> schemars::Schema {
+    schemars::schema_for!(Status)
+}

@@ -1,0 +1,210 @@
+//! Human rendering: progress lines while a run works, the status table, the morning summary.
+
+use std::fmt::Write as _;
+
+use nightshift_core::store::{CheckStage, Event, EventKind, ItemRow, Outcome, RunRow};
+
+/// A one-line description of a journal event, or `None` for bookkeeping not worth a line.
+pub fn event_line(event: &Event) -> Option<String> {
+    let line = match &event.kind {
+        EventKind::RunStarted {
+            target,
+            base,
+            items,
+            ..
+        } => format!(
+            "run {} started: {} item{} onto {target} at {}",
+            event.run_id,
+            items.len(),
+            plural(items.len()),
+            short(base)
+        ),
+        EventKind::RunResumed { .. } => format!("run {} resumed", event.run_id),
+        EventKind::PassStarted { pass, requeued } => {
+            format!("pass {pass}: one more attempt for {}", requeued.join(", "))
+        }
+        EventKind::AttemptStarted {
+            item,
+            attempt,
+            base,
+            ..
+        } => {
+            format!("{item}: attempt {attempt} from {}", short(base))
+        }
+        EventKind::SessionEnded {
+            item,
+            iteration,
+            outcome,
+            exit_code,
+            duration_ms,
+            ..
+        } => format!(
+            "{item}:   iteration {iteration}: agent {} ({})",
+            outcome_text(*outcome, *exit_code),
+            ms(*duration_ms)
+        ),
+        EventKind::CheckEnded {
+            item,
+            stage,
+            green,
+            exit_code,
+            duration_ms,
+            ..
+        } => format!(
+            "{item}:   {} {} ({}{})",
+            match stage {
+                CheckStage::Work => "check",
+                CheckStage::Merged => "check on merged target",
+            },
+            if *green { "green" } else { "red" },
+            exit_code.map(|c| format!("exit {c}, ")).unwrap_or_default(),
+            ms(*duration_ms)
+        ),
+        EventKind::Integrated { item, commit, .. } => format!("{item}: shipped {}", short(commit)),
+        EventKind::AttemptFailed {
+            item,
+            attempt,
+            reason,
+            preserve_ref,
+        } => format!(
+            "{item}: attempt {attempt} failed: {reason}{}",
+            preserve_ref
+                .as_ref()
+                .map(|r| format!(" (work kept at {r})"))
+                .unwrap_or_default()
+        ),
+        EventKind::TeardownFailed {
+            item,
+            attempt,
+            error,
+        } => {
+            format!("{item}: warning: housekeeping of attempt {attempt}: {error}")
+        }
+        EventKind::RunFinished {
+            halt_reason,
+            exit_code,
+        } => {
+            format!(
+                "run {} halted: {halt_reason} (exit {exit_code})",
+                event.run_id
+            )
+        }
+        _ => return None,
+    };
+    Some(line)
+}
+
+/// The status table.
+pub fn status(run: &RunRow, items: &[ItemRow]) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "run {}  {}{}  target {}  started {}",
+        run.id,
+        run.state,
+        run.halt_reason
+            .as_ref()
+            .map(|h| format!(" ({h}, exit {})", run.exit_code.unwrap_or_default()))
+            .unwrap_or_default(),
+        run.target,
+        run.started_at
+    );
+    let width = items.iter().map(|i| i.id.len()).max().unwrap_or(4).max(4);
+    for i in items {
+        let detail = match i.state.as_str() {
+            "shipped" => i
+                .shipped_commit
+                .as_deref()
+                .map(|c| short(c).to_owned())
+                .or_else(|| i.reason.clone())
+                .unwrap_or_default(),
+            _ => i.reason.clone().unwrap_or_default(),
+        };
+        let _ = writeln!(
+            out,
+            "  {:<width$}  {:<8}  {} attempt{}  {detail}",
+            i.id,
+            i.state,
+            i.attempts,
+            plural(i.attempts as usize)
+        );
+    }
+    out
+}
+
+/// The morning summary: what shipped, what is parked and where its work is.
+pub fn summary(run: &RunRow, items: &[ItemRow]) -> String {
+    let shipped: Vec<_> = items.iter().filter(|i| i.state == "shipped").collect();
+    let parked: Vec<_> = items.iter().filter(|i| i.state == "parked").collect();
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "\n{} of {} item{} shipped onto {}; {} parked.",
+        shipped.len(),
+        items.len(),
+        plural(items.len()),
+        run.target,
+        parked.len()
+    );
+    for i in &shipped {
+        let _ = writeln!(
+            out,
+            "  shipped  {}  {}",
+            i.id,
+            i.shipped_commit
+                .as_deref()
+                .map(short)
+                .unwrap_or("(earlier run)")
+        );
+    }
+    for i in &parked {
+        let _ = writeln!(
+            out,
+            "  parked   {}  after {} attempt{}: {}",
+            i.id,
+            i.attempts,
+            plural(i.attempts as usize),
+            i.reason.as_deref().unwrap_or("?")
+        );
+        if let Some(r) = &i.preserve_ref {
+            let _ = writeln!(
+                out,
+                "           work kept at {r}  (inspect: git log -p {r})"
+            );
+        }
+    }
+    if let Some(h) = &run.halt_reason {
+        let _ = writeln!(
+            out,
+            "halt: {h} (exit {})",
+            run.exit_code.unwrap_or_default()
+        );
+    }
+    out
+}
+
+fn outcome_text(outcome: Outcome, exit_code: Option<i32>) -> String {
+    match (outcome, exit_code) {
+        (Outcome::Completed, _) => "completed".into(),
+        (Outcome::Failed, Some(c)) => format!("failed, exit {c}"),
+        (Outcome::Failed, None) => "failed (signal)".into(),
+        (Outcome::Timeout, _) => "timed out".into(),
+        (Outcome::SpawnFailed, _) => "could not start".into(),
+    }
+}
+
+pub fn short(commit: &str) -> &str {
+    commit.get(..10).unwrap_or(commit)
+}
+
+fn plural(n: usize) -> &'static str {
+    if n == 1 { "" } else { "s" }
+}
+
+fn ms(ms: u64) -> String {
+    if ms < 1000 {
+        format!("{ms} ms")
+    } else {
+        format!("{:.1} s", ms as f64 / 1000.0)
+    }
+}
