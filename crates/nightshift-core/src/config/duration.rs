@@ -49,7 +49,8 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
         };
         if previous_rank.is_some_and(|previous| rank >= previous) {
             return Err(format!(
-                "units in `{input}` must go from largest to smallest, each at most once; {DURATION_FORMS}"
+                "units in `{input}` must go from largest to smallest, each at most once; \
+                 {DURATION_FORMS}"
             ));
         }
         previous_rank = Some(rank);

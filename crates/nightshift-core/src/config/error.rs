@@ -107,12 +107,19 @@ fn floor_char_boundary(text: &str, offset: usize) -> usize {
     offset
 }
 
-/// 1-based line and character column of byte `offset` (a character boundary) in `text`.
+/// 1-based line and character column of byte `offset` in `text`. A byte order mark at the
+/// start of the text is invisible in editors and not counted.
 pub(crate) fn line_column(text: &str, offset: usize) -> (usize, usize) {
     let before = &text[..floor_char_boundary(text, offset)];
     let line = before.bytes().filter(|&b| b == b'\n').count() + 1;
     let line_start = before.rfind('\n').map_or(0, |i| i + 1);
-    let column = before[line_start..].chars().count() + 1;
+    let current = &before[line_start..];
+    let column = current
+        .strip_prefix('\u{feff}')
+        .unwrap_or(current)
+        .chars()
+        .count()
+        + 1;
     (line, column)
 }
 
@@ -129,6 +136,7 @@ mod tests {
         assert_eq!(error.to_string(), "f.toml:2:4: boom");
         assert_eq!(line_column(text, 0), (1, 1));
         assert_eq!(line_column(text, text.len()), (3, 1));
+        assert_eq!(line_column("\u{feff}ab", 4), (1, 2));
     }
 
     #[test]

@@ -14,7 +14,10 @@ use super::{
 use crate::plan::{ID_HELP, validate_id};
 
 const EXAMPLE_HELP: &str = "see `nightshift init` for a commented example";
-const AGENT_COMMAND_HELP: &str = "set `command = [\"program\", \"arg\", …]` under [agent]: the argv run in the attempt's worktree";
+const AGENT_COMMAND_HELP: &str = "set `command = [\"program\", \"arg\", …]` under [agent]: \
+     the argv run in the attempt's worktree";
+const PLAN_HELP: &str = "give the path of a Markdown checklist relative to the repository root, \
+     e.g. `plan = \"TODO.md\"`";
 /// Agent kinds that are planned but not implemented yet.
 const PLANNED_KINDS: &[&str] = &["claude", "codex", "gemini", "aider"];
 
@@ -111,16 +114,13 @@ impl Ctx<'_> {
         let check = self.check(raw.check)?;
         let limits = self.limits(raw.limits)?;
         let integrate = self.integrate(raw.integrate)?;
-        let plan =
-            match raw.plan {
-                Some(plan) if plan.get_ref().trim().is_empty() => {
-                    return Err(self.error(plan.span(), "`plan` is empty").with_help(
-                    "give the path of a Markdown checklist relative to the repository root, \
-                     e.g. `plan = \"TODO.md\"`",
-                ).into());
-                }
-                other => other,
-            };
+        let plan = match raw.plan {
+            Some(plan) if plan.get_ref().trim().is_empty() => {
+                let error = self.error(plan.span(), "`plan` is empty");
+                return Err(error.with_help(PLAN_HELP).into());
+            }
+            other => other,
+        };
         let raw_items = raw.item.unwrap_or_default();
         let items = self.items(&raw_items)?;
 
@@ -139,17 +139,12 @@ impl Ctx<'_> {
                 .zip(&items)
                 .find(|(_, item)| item.check.is_none());
             if let Some((raw_item, item)) = unchecked {
-                return Err(self
-                    .error(
-                        raw_item.span(),
-                        format!(
-                            "no check for item `{}`: [check] has no `command` and the item has no `check`",
-                            item.id
-                        ),
-                    )
-                    .with_help(
-                        "add `command = \"…\"` under [check], or a `check` to this item",
-                    ).into());
+                let message = format!(
+                    "no check for item `{}`: [check] has no `command` and the item has no `check`",
+                    item.id
+                );
+                let help = "add `command = \"…\"` under [check], or a `check` to this item";
+                return Err(self.error(raw_item.span(), message).with_help(help).into());
             }
             if let Some(plan) = &plan {
                 return Err(self
@@ -176,10 +171,14 @@ impl Ctx<'_> {
 
     fn agent(&self, raw: Option<Spanned<RawAgent>>) -> Result<AgentConfig, Box<SourceError>> {
         let Some(raw) = raw else {
-            return Err(self.error(0..0, "missing [agent] table").with_help(format!(
-                "add `[agent]` with `kind = \"command\"` and `command = [\"program\", \"arg\", …]`; \
-                 {EXAMPLE_HELP}"
-            )).into());
+            let help = format!(
+                "add `[agent]` with `kind = \"command\"` and \
+                 `command = [\"program\", \"arg\", …]`; {EXAMPLE_HELP}"
+            );
+            return Err(self
+                .error(0..0, "missing [agent] table")
+                .with_help(help)
+                .into());
         };
         let header = raw.span();
         let raw = raw.into_inner();
@@ -228,11 +227,12 @@ impl Ctx<'_> {
             .collect::<Vec<_>>()
             .join(", ");
         if PLANNED_KINDS.contains(&name) {
-            return Err(self
-                .error(kind.span(), format!("agent kind `{name}` is not supported yet"))
-                .with_help(format!(
-                    "use `kind = \"command\"` with `command = [\"{name}\", …]` to run it as a plain command"
-                )).into());
+            let message = format!("agent kind `{name}` is not supported yet");
+            let help = format!(
+                "use `kind = \"command\"` with `command = [\"{name}\", …]` \
+                 to run it as a plain command"
+            );
+            return Err(self.error(kind.span(), message).with_help(help).into());
         }
         Err(self
             .error(
@@ -276,9 +276,9 @@ impl Ctx<'_> {
     /// A non-blank shell command line.
     fn command_line(&self, raw: Spanned<String>, empty: &str) -> Result<String, Box<SourceError>> {
         if raw.get_ref().trim().is_empty() {
-            return Err(self.error(raw.span(), empty).with_help(
-                "give a shell command line (run with `sh -c`; exit 0 means green), or remove the key",
-            ).into());
+            let help = "give a shell command line (run with `sh -c`; exit 0 means green), \
+                 or remove the key";
+            return Err(self.error(raw.span(), empty).with_help(help).into());
         }
         Ok(raw.into_inner())
     }

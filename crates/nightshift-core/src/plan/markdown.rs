@@ -22,7 +22,8 @@ use super::id::{ID_HELP, short_hash, slug_id, validate_id};
 use super::{Item, ItemSource, PlanError};
 use crate::config::SourceError;
 
-const EXPLICIT_ID_HELP: &str = "remove the duplicate, or give one of them an explicit id at the end of its line: `- [ ] text {#my-id}`";
+const EXPLICIT_ID_HELP: &str = "remove the duplicate, or give one of them an explicit id at the \
+     end of its line: `- [ ] text {#my-id}`";
 
 /// One item with where its id comes from in the source, for errors found later.
 pub(crate) struct ParsedItem {
@@ -76,11 +77,17 @@ pub(crate) fn parse(source: &str, file_name: &str) -> Result<Vec<ParsedItem>, Bo
     let mut in_comment = false;
     let mut offset = 0;
     for (index, raw_line) in source.split_inclusive('\n').enumerate() {
-        let line_start = offset;
+        let mut line_start = offset;
         offset += raw_line.len();
-        let line = raw_line
+        let mut line = raw_line
             .strip_suffix('\n')
             .map_or(raw_line, |line| line.strip_suffix('\r').unwrap_or(line));
+        if index == 0
+            && let Some(rest) = line.strip_prefix('\u{feff}')
+        {
+            line_start += '\u{feff}'.len_utf8();
+            line = rest;
+        }
         let content = line.trim_start_matches([' ', '\t']);
         let indent = indent_width(&line[..line.len() - content.len()]);
 
@@ -102,6 +109,7 @@ pub(crate) fn parse(source: &str, file_name: &str) -> Result<Vec<ParsedItem>, Bo
             let mut explicit_id = None;
             if let Some(inner) = title.strip_suffix('}')
                 && let Some(open) = inner.rfind("{#")
+                && !inner[open + 2..].contains(['{', '}'])
             {
                 let id = &inner[open + 2..];
                 let id_span = text_span.start + open..text_span.end;

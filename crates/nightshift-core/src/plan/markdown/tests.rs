@@ -130,13 +130,15 @@ fn all_checked_is_an_empty_plan() {
 
 #[test]
 fn explicit_ids() {
-    let source = "- [ ] Add a greet() function {#greet}\n- [ ] Same words {#v2.fix_1}\n- [ ] Braces {not an id}\n";
+    let source = "- [ ] Add a greet() function {#greet}\n- [ ] Same words {#v2.fix_1}\n- [ ] Braces {not an id}\n- [ ] Set {#a} and {b}\n";
     let items = items(source);
     assert_eq!(items[0].id, "greet");
     assert_eq!(items[0].prompt, "Add a greet() function");
     assert_eq!(items[1].id, "v2.fix_1");
     assert_eq!(items[2].id, "braces-not-an-id");
     assert_eq!(items[2].prompt, "Braces {not an id}");
+    assert_eq!(items[3].id, "set-a-and-b");
+    assert_eq!(items[3].prompt, "Set {#a} and {b}");
 }
 
 #[test]
@@ -237,6 +239,14 @@ fn same_first_line_with_different_detail_is_not_a_duplicate() {
         items[1].id,
         format!("fix-the-bug-{}", short_hash("Fix the bug\nin the lexer"))
     );
+}
+
+#[test]
+fn a_byte_order_mark_is_ignored() {
+    assert_eq!(ids("\u{feff}- [ ] First\n"), ["first"]);
+    let error = error("\u{feff}- [ ]\n");
+    assert_eq!((error.line, error.column), (1, 1));
+    assert_eq!(&error.source_text[error.span.clone()], "- [ ]");
 }
 
 #[test]

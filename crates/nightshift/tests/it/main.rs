@@ -1,0 +1,16 @@
+//! One integration-test binary (fast linking): every module drives the real `nightshift` binary
+//! against real git repositories in temp dirs, with the scripted agent.
+
+#![expect(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test helpers fail loudly on purpose"
+)]
+
+mod harness;
+
+mod bad_config;
+mod crash;
+mod lock;
+mod pipeline;
+mod reading;

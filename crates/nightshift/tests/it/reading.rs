@@ -1,0 +1,103 @@
+//! The reading commands: `status --json` (a versioned, pinned shape) and `log --json`.
+
+use crate::harness::*;
+
+/// `status --json` with the values that differ between runs replaced by placeholders.
+fn normalized_status(repo: &Repo) -> serde_json::Value {
+    let mut v = repo.status_json();
+    let run = &mut v["run"];
+    for key in ["id", "base", "started_at", "finished_at"] {
+        run[key] = serde_json::Value::String(format!("<{key}>"));
+    }
+    if let Some(items) = v["items"].as_array_mut() {
+        for item in items {
+            if item["commit"].is_string() {
+                item["commit"] = "<commit>".into();
+            }
+        }
+    }
+    v
+}
+
+#[test]
+fn status_json_shape_is_pinned() {
+    let repo = Repo::new(&project());
+    repo.agent("ok-item", &solves("ok-item"));
+    repo.agent("bad-item", NEVER_SOLVES);
+    repo.configure(&plan(&repo, &["ok-item", "bad-item"], 1, 1));
+    assert_eq!(repo.run(&["run"]).status.code(), Some(11));
+    insta::assert_json_snapshot!(normalized_status(&repo));
+}
+
+#[test]
+fn status_before_any_run_says_so() {
+    let repo = Repo::new(&project());
+    let v = repo.status_json();
+    assert_eq!(v["version"], 1);
+    assert!(v["run"].is_null());
+    assert_eq!(v["items"], serde_json::json!([]));
+}
+
+#[test]
+fn log_json_is_one_versioned_event_per_line_in_journal_order() {
+    let repo = Repo::new(&project());
+    repo.agent("one", &solves("one"));
+    repo.configure(&plan(&repo, &["one"], 1, 1));
+    assert_eq!(repo.run(&["run"]).status.code(), Some(10));
+    let out = repo.run(&["log", "--json"]);
+    assert!(out.status.success());
+    let lines: Vec<serde_json::Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("each line is JSON"))
+        .collect();
+    let kinds: Vec<&str> = lines.iter().map(|l| l["kind"].as_str().unwrap()).collect();
+    assert_eq!(
+        kinds,
+        [
+            "run_started",
+            "attempt_started",
+            "worktree_ready",
+            "session_started",
+            "session_ended",
+            "check_started",
+            "check_ended",
+            "committed",
+            "merge_prepared",
+            "integrate_intended",
+            "integrated",
+            "preserved",
+            "worktree_removed",
+            "run_finished"
+        ]
+    );
+    assert!(lines.iter().all(|l| l["version"] == 1));
+    let seqs: Vec<i64> = lines.iter().map(|l| l["seq"].as_i64().unwrap()).collect();
+    assert!(seqs.windows(2).all(|w| w[0] < w[1]));
+    // `log -f` on a finished run prints it and returns.
+    let follow = repo.run(&["log", "-f", "--json"]);
+    assert_eq!(follow.status.code(), Some(0));
+    assert_eq!(
+        String::from_utf8_lossy(&follow.stdout).lines().count(),
+        lines.len()
+    );
+}
+
+#[test]
+fn init_writes_a_config_that_parses_and_ignores_the_state_dir() {
+    let repo = Repo::new(&project());
+    let out = repo.run(&["init"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let text_ = std::fs::read_to_string(repo.root.join("nightshift.toml")).unwrap();
+    assert!(nightshift_core::config::parse(&text_, "nightshift.toml").is_ok());
+    assert!(
+        std::fs::read_to_string(repo.root.join(".gitignore"))
+            .unwrap()
+            .contains("/.nightshift/")
+    );
+    let again = repo.run(&["init"]);
+    assert_eq!(
+        again.status.code(),
+        Some(20),
+        "init does not overwrite without --force"
+    );
+}
