@@ -261,7 +261,7 @@ impl Engine<'_> {
         let candidate = att.candidate.clone().unwrap_or_default();
         let tip = self.target_tip()?;
         let tree = if tip == att.base {
-            self.git.tree_of(&candidate)?
+            format!("{candidate}^{{tree}}")
         } else {
             match self.git.merge_tree(&tip, &candidate)? {
                 MergeOutcome::Clean { tree } => tree,
@@ -305,8 +305,19 @@ impl Engine<'_> {
             })?;
         }
         let refname = format!("refs/heads/{target}");
-        let tip = self.target_tip()?;
-        let already = tip == merged || self.git.is_ancestor(&merged, &tip)?;
+        // Where the target is checked out, the user's checkout moves with it (and tells us the
+        // tip); elsewhere the ref moves by compare-and-swap.
+        let checkout = self
+            .git
+            .worktree_list()?
+            .into_iter()
+            .find(|w| w.branch.as_deref() == Some(target.as_str()) && !w.prunable);
+        let tip = match checkout.as_ref().and_then(|w| w.head.clone()) {
+            Some(head) => head,
+            None => self.target_tip()?,
+        };
+        // merged's parent is onto, so while the tip is still onto the effect has not happened.
+        let already = tip == merged || (tip != onto && self.git.is_ancestor(&merged, &tip)?);
         if !already {
             if tip != onto {
                 // Someone else moved the target: merge onto the new tip (and check again).
@@ -320,11 +331,6 @@ impl Engine<'_> {
                     None => Ok(()),
                 };
             }
-            let checkout = self
-                .git
-                .worktree_list()?
-                .into_iter()
-                .find(|w| w.branch.as_deref() == Some(target.as_str()) && !w.prunable);
             match checkout {
                 Some(w) => {
                     let user = self.git.at(&w.path);

@@ -35,15 +35,28 @@ impl Engine<'_> {
     fn preserve(&mut self, run_id: &str, att: &AttemptRow) -> Result<String, EngineError> {
         let ref_name = format!("refs/nightshift/preserve/{}/{}", att.item, att.attempt);
         let path = PathBuf::from(&att.worktree);
-        let branch_tip = self.git.resolve(&format!("refs/heads/{}", att.branch))?;
-        let commit = if path.join(".git").exists() {
+        // A shipped attempt's work is all in its candidate commit (committed before the check
+        // that let it through); anything else gets a snapshot of the whole tree.
+        let shipped = att.phase == "integrated";
+        let branch_tip = if shipped {
+            None
+        } else {
+            self.git.resolve(&format!("refs/heads/{}", att.branch))?
+        };
+        let commit = if let (true, Some(candidate)) = (shipped, &att.candidate) {
+            candidate.clone()
+        } else if path.join(".git").exists() {
             let message = format!(
                 "nightshift: preserved attempt {} of {}\n\nNightshift-Run: {run_id}\n",
                 att.attempt, att.item
             );
+            let scratch = self
+                .ws
+                .dir()
+                .join(format!("snapshot-{}-{}.index", att.item, att.attempt));
             self.git
                 .at(&path)
-                .snapshot(&message, branch_tip.as_deref())?
+                .snapshot(&message, branch_tip.as_deref(), &scratch)?
         } else if let Some(tip) = branch_tip {
             tip
         } else {
@@ -136,6 +149,9 @@ impl Engine<'_> {
     /// so the fallback never depends on git still knowing the worktree.
     fn remove_worktree(&self, path: &Path) -> Result<(), String> {
         let git_result = self.git.worktree_remove(path);
+        if git_result.is_ok() && !path.exists() {
+            return Ok(());
+        }
         if path.exists() {
             if !self.ws.owns_worktree_path(path) {
                 return Err(format!(

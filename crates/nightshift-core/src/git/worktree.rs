@@ -122,14 +122,24 @@ impl Git {
     }
 
     /// Stages everything in this worktree and commits it as nightshift (hooks off). Returns
-    /// HEAD afterwards; commits nothing when the tree is clean.
+    /// HEAD afterwards; commits nothing when there is nothing to commit.
     pub fn commit_all(&self, message: &str) -> Result<String, GitError> {
-        if self.is_dirty()? {
-            self.run(&["add", "--all"])?;
-            self.run_env(
-                &["commit", "--quiet", "--no-verify", "-m", message],
-                &ident(),
-            )?;
+        self.run(&["add", "--all"])?;
+        let out = self.output(
+            &["commit", "--quiet", "--no-verify", "-m", message],
+            &ident(),
+        )?;
+        if out.code != 0 {
+            // Nothing staged is fine (the work may already be committed); anything else is not.
+            let staged = self.output(&["diff", "--cached", "--quiet"], &[])?;
+            if staged.code != 0 {
+                return Err(GitError::Failed {
+                    args: "commit".into(),
+                    dir: self.dir().to_owned(),
+                    code: out.code,
+                    stderr: format!("{}{}", out.stderr.trim(), out.stdout.trim()),
+                });
+            }
         }
         self.resolve("HEAD")?.ok_or_else(|| GitError::Parse {
             args: "rev-parse HEAD".into(),
@@ -137,24 +147,25 @@ impl Git {
         })
     }
 
-    /// A commit holding the whole working tree of this worktree, untracked files included,
-    /// whose parents are HEAD and `extra_parent` (when it differs). The worktree, its index
-    /// and its branch are not touched: the snapshot is built in a temporary index.
-    pub fn snapshot(&self, message: &str, extra_parent: Option<&str>) -> Result<String, GitError> {
+    /// A commit holding the whole working tree of this worktree, untracked files included
+    /// (ignored ones are not), whose parents are HEAD and `extra_parent` (when it differs).
+    /// The worktree, its index and its branch are not touched: the snapshot is built in the
+    /// scratch index file `scratch_index`, which is removed afterwards.
+    pub fn snapshot(
+        &self,
+        message: &str,
+        extra_parent: Option<&str>,
+        scratch_index: &Path,
+    ) -> Result<String, GitError> {
         let head = self.resolve("HEAD")?.ok_or_else(|| GitError::Parse {
             args: "rev-parse HEAD".into(),
             what: "the worktree has no HEAD".into(),
         })?;
-        let git_dir = PathBuf::from(
-            self.run(&["rev-parse", "--path-format=absolute", "--git-dir"])?
-                .trim(),
-        );
-        let index = git_dir.join("nightshift-snapshot.index");
-        let _ = std::fs::remove_file(&index);
-        let env_index = [("GIT_INDEX_FILE", index.as_os_str())];
+        let _ = std::fs::remove_file(scratch_index);
+        let env_index = [("GIT_INDEX_FILE", scratch_index.as_os_str())];
         let result = (|| {
             self.run_env(&["read-tree", "HEAD"], &env_index)?;
-            self.run_env(&["add", "--all", "--force"], &env_index)?;
+            self.run_env(&["add", "--all"], &env_index)?;
             let tree = self.run_env(&["write-tree"], &env_index)?.trim().to_owned();
             let mut args = vec!["commit-tree".to_owned(), tree, "-p".into(), head.clone()];
             if let Some(extra) = extra_parent.filter(|p| *p != head) {
@@ -165,7 +176,7 @@ impl Git {
             args.push(message.to_owned());
             Ok(self.run_env(&args, &ident())?.trim().to_owned())
         })();
-        let _ = std::fs::remove_file(&index);
+        let _ = std::fs::remove_file(scratch_index);
         result
     }
 
@@ -250,13 +261,10 @@ impl Git {
         Ok(())
     }
 
-    /// Removes a worktree: unlock, remove, then forced remove. The caller handles what remains.
+    /// Removes a worktree nightshift made, locked or dirty (its work is preserved before this
+    /// is called). The caller handles whatever git leaves behind.
     pub fn worktree_remove(&self, path: &Path) -> Result<(), GitError> {
         let p = path.to_string_lossy();
-        let _ = self.output(&["worktree", "unlock", &p], &[]);
-        if self.run(&["worktree", "remove", &p]).is_ok() {
-            return Ok(());
-        }
         self.run(&["worktree", "remove", "--force", "--force", &p])?;
         Ok(())
     }
@@ -267,12 +275,9 @@ impl Git {
         Ok(())
     }
 
-    /// Deletes a local branch if it exists.
+    /// Deletes a local branch (a missing one is not an error).
     pub fn delete_branch(&self, branch: &str) -> Result<(), GitError> {
-        let refname = format!("refs/heads/{branch}");
-        if self.resolve(&refname)?.is_some() {
-            self.run(&["update-ref", "-d", &refname])?;
-        }
+        self.run(&["update-ref", "-d", &format!("refs/heads/{branch}")])?;
         Ok(())
     }
 }
