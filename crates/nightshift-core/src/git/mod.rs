@@ -6,3 +6,6 @@ mod worktree;
 
 pub use cmd::{Git, GitError};
 pub use worktree::{MergeOutcome, WorktreeInfo};
+
+#[cfg(test)]
+mod tests;

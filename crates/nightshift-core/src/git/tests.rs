@@ -1,0 +1,86 @@
+use super::*;
+
+fn repo() -> (tempfile::TempDir, Git) {
+    let dir = tempfile::tempdir().unwrap();
+    let git = Git::new(dir.path());
+    let run = |args: &[&str]| {
+        let ok = std::process::Command::new("git")
+            .current_dir(dir.path())
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .args(["-c", "user.name=t", "-c", "user.email=t@t"])
+            .args(args)
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "{args:?}");
+    };
+    std::fs::write(dir.path().join(".gitignore"), "build/\n").unwrap();
+    std::fs::write(dir.path().join("a.txt"), "a\n").unwrap();
+    run(&["init", "-q", "-b", "main"]);
+    run(&["add", "-A"]);
+    run(&["commit", "-qm", "init"]);
+    (dir, git)
+}
+
+#[test]
+fn snapshot_keeps_untracked_and_modified_not_ignored_and_touches_nothing() {
+    let (dir, git) = repo();
+    let root = dir.path();
+    std::fs::write(root.join("a.txt"), "changed\n").unwrap();
+    std::fs::write(root.join("new.txt"), "untracked\n").unwrap();
+    std::fs::create_dir(root.join("build")).unwrap();
+    std::fs::write(root.join("build/big.bin"), "ignored\n").unwrap();
+    let status_before = git.run(&["status", "--porcelain"]).unwrap();
+    let head = git.resolve("HEAD").unwrap().unwrap();
+
+    let scratch = root.join("scratch.index");
+    let snap = git.snapshot("snap", None, &scratch).unwrap();
+
+    assert_eq!(git.run(&["show", &format!("{snap}:a.txt")]).unwrap(), "changed\n");
+    assert_eq!(git.run(&["show", &format!("{snap}:new.txt")]).unwrap(), "untracked\n");
+    assert!(git.run(&["show", &format!("{snap}:build/big.bin")]).is_err(), "ignored files are not preserved");
+    assert_eq!(git.run(&["rev-parse", &format!("{snap}^")]).unwrap().trim(), head);
+    assert_eq!(git.run(&["status", "--porcelain"]).unwrap(), status_before, "worktree and index untouched");
+    assert_eq!(git.resolve("HEAD").unwrap().unwrap(), head);
+    assert!(!scratch.exists());
+}
+
+#[test]
+fn commit_all_is_idempotent() {
+    let (dir, git) = repo();
+    std::fs::write(dir.path().join("b.txt"), "b\n").unwrap();
+    let first = git.commit_all("work").unwrap();
+    assert_ne!(first, git.resolve("HEAD~1").unwrap().unwrap());
+    assert_eq!(git.commit_all("work").unwrap(), first, "nothing left to commit is not an error");
+    assert_eq!(git.run(&["log", "-1", "--format=%an"]).unwrap().trim(), "nightshift");
+}
+
+#[test]
+fn merge_tree_reports_conflicting_paths_without_touching_a_checkout() {
+    let (dir, git) = repo();
+    let base = git.resolve("HEAD").unwrap().unwrap();
+    std::fs::write(dir.path().join("a.txt"), "ours\n").unwrap();
+    let ours = git.commit_all("ours").unwrap();
+    git.run(&["checkout", "-q", "--detach", &base]).unwrap();
+    std::fs::write(dir.path().join("a.txt"), "theirs\n").unwrap();
+    let theirs = git.commit_all("theirs").unwrap();
+    let status = git.run(&["status", "--porcelain"]).unwrap();
+    match git.merge_tree(&ours, &theirs).unwrap() {
+        MergeOutcome::Conflict { paths } => assert_eq!(paths, ["a.txt"]),
+        other => panic!("expected a conflict, got {other:?}"),
+    }
+    assert_eq!(git.run(&["status", "--porcelain"]).unwrap(), status);
+}
+
+#[test]
+fn cas_ref_moves_only_from_the_expected_value() {
+    let (dir, git) = repo();
+    let old = git.resolve("HEAD").unwrap().unwrap();
+    std::fs::write(dir.path().join("c.txt"), "c\n").unwrap();
+    let new = git.commit_all("c").unwrap();
+    assert!(!git.cas_ref("refs/heads/other", &new, &new).unwrap(), "a missing ref is not at `new`");
+    git.set_ref("refs/heads/other", &old).unwrap();
+    assert!(!git.cas_ref("refs/heads/other", &new, &new).unwrap());
+    assert!(git.cas_ref("refs/heads/other", &new, &old).unwrap());
+    assert_eq!(git.resolve("refs/heads/other").unwrap().unwrap(), new);
+}
