@@ -42,13 +42,28 @@ impl Engine<'_> {
     /// Does the next thing for an open attempt, as its phase says.
     pub(super) fn step(&mut self, item: &ItemRow, att: &AttemptRow) -> Result<(), EngineError> {
         let max_iterations = self.run()?.max_iterations;
+        let needs_tree = !matches!(
+            att.phase.as_str(),
+            "preparing" | "integrating" | "merge_green"
+        );
+        if needs_tree && !Path::new(&att.worktree).join(".git").exists() {
+            // Removed from under us (by hand, or a disk cleaner): the work that reached git is
+            // preserved from the branch; the item goes round again.
+            return self.fail(
+                att,
+                format!("the attempt's worktree {} disappeared", att.worktree),
+            );
+        }
         match att.phase.as_str() {
             "preparing" => self.prepare_worktree(att),
             "ready" => self.run_session(item, att, 1),
             // Interrupted by a crash: the session did not finish, so it runs again (the agent
             // continues on top of whatever it left in the worktree).
             "session" => self.run_session(item, att, att.iteration.max(1)),
-            "session_ended" | "checking" => self.run_check(item, att, CheckStage::Work),
+            // nightshift commits the session's work first, so the check judges exactly the
+            // tree that would land (nothing the check itself writes is ever shipped unchecked).
+            "session_ended" => self.commit(item, att),
+            "committed" | "checking" => self.run_check(item, att, CheckStage::Work),
             "red" if att.iteration < max_iterations => {
                 self.run_session(item, att, att.iteration + 1)
             }
@@ -60,8 +75,10 @@ impl Engine<'_> {
                     if att.iteration == 1 { "" } else { "s" }
                 ),
             ),
-            "green" => self.commit(item, att),
-            "committed" => self.prepare_merge(item, att),
+            "green" if att.candidate.as_deref() == Some(att.base.as_str()) => {
+                self.fail(att, "the agent made no changes".into())
+            }
+            "green" => self.prepare_merge(item, att),
             "merge_prepared" if att.onto.as_deref() == Some(att.base.as_str()) => {
                 self.integrate(att)
             }
@@ -95,13 +112,17 @@ impl Engine<'_> {
             }
             self.git.worktree_prune()?;
         }
-        let run_id = self.run_id();
-        self.git.worktree_add(
-            &path,
-            &att.branch,
-            &att.base,
-            &format!("nightshift run {run_id}"),
-        )?;
+        let reason = format!("nightshift run {}", self.run_id());
+        if self
+            .git
+            .worktree_add(&path, &att.branch, &att.base, &reason)
+            .is_err()
+        {
+            // A stale admin entry from an interrupted add or removal: prune it, try once more.
+            self.git.worktree_prune()?;
+            self.git
+                .worktree_add(&path, &att.branch, &att.base, &reason)?;
+        }
         self.record(EventKind::WorktreeReady {
             item: att.item.clone(),
             attempt: att.attempt,
@@ -243,11 +264,9 @@ impl Engine<'_> {
     fn commit(&mut self, item: &ItemRow, att: &AttemptRow) -> Result<(), EngineError> {
         let wt = self.git.at(&att.worktree);
         // Idempotent: after a crash between `git commit` and the journal, the tree is clean
-        // and HEAD already holds the work.
+        // and HEAD already holds the work. HEAD may equal the base (no changes yet); the check
+        // still runs, and a green check on no changes fails the attempt.
         let head = wt.commit_all(&self.commit_message(item, att))?;
-        if head == att.base {
-            return self.fail(att, "the agent made no changes".into());
-        }
         self.record(EventKind::Committed {
             item: att.item.clone(),
             attempt: att.attempt,

@@ -36,11 +36,28 @@ fn snapshot_keeps_untracked_and_modified_not_ignored_and_touches_nothing() {
     let scratch = root.join("scratch.index");
     let snap = git.snapshot("snap", None, &scratch).unwrap();
 
-    assert_eq!(git.run(&["show", &format!("{snap}:a.txt")]).unwrap(), "changed\n");
-    assert_eq!(git.run(&["show", &format!("{snap}:new.txt")]).unwrap(), "untracked\n");
-    assert!(git.run(&["show", &format!("{snap}:build/big.bin")]).is_err(), "ignored files are not preserved");
-    assert_eq!(git.run(&["rev-parse", &format!("{snap}^")]).unwrap().trim(), head);
-    assert_eq!(git.run(&["status", "--porcelain"]).unwrap(), status_before, "worktree and index untouched");
+    assert_eq!(
+        git.run(&["show", &format!("{snap}:a.txt")]).unwrap(),
+        "changed\n"
+    );
+    assert_eq!(
+        git.run(&["show", &format!("{snap}:new.txt")]).unwrap(),
+        "untracked\n"
+    );
+    assert!(
+        git.run(&["show", &format!("{snap}:build/big.bin")])
+            .is_err(),
+        "ignored files are not preserved"
+    );
+    assert_eq!(
+        git.run(&["rev-parse", &format!("{snap}^")]).unwrap().trim(),
+        head
+    );
+    assert_eq!(
+        git.run(&["status", "--porcelain"]).unwrap(),
+        status_before,
+        "worktree and index untouched"
+    );
     assert_eq!(git.resolve("HEAD").unwrap().unwrap(), head);
     assert!(!scratch.exists());
 }
@@ -51,8 +68,15 @@ fn commit_all_is_idempotent() {
     std::fs::write(dir.path().join("b.txt"), "b\n").unwrap();
     let first = git.commit_all("work").unwrap();
     assert_ne!(first, git.resolve("HEAD~1").unwrap().unwrap());
-    assert_eq!(git.commit_all("work").unwrap(), first, "nothing left to commit is not an error");
-    assert_eq!(git.run(&["log", "-1", "--format=%an"]).unwrap().trim(), "nightshift");
+    assert_eq!(
+        git.commit_all("work").unwrap(),
+        first,
+        "nothing left to commit is not an error"
+    );
+    assert_eq!(
+        git.run(&["log", "-1", "--format=%an"]).unwrap().trim(),
+        "nightshift"
+    );
 }
 
 #[test]
@@ -78,7 +102,10 @@ fn cas_ref_moves_only_from_the_expected_value() {
     let old = git.resolve("HEAD").unwrap().unwrap();
     std::fs::write(dir.path().join("c.txt"), "c\n").unwrap();
     let new = git.commit_all("c").unwrap();
-    assert!(!git.cas_ref("refs/heads/other", &new, &new).unwrap(), "a missing ref is not at `new`");
+    assert!(
+        !git.cas_ref("refs/heads/other", &new, &new).unwrap(),
+        "a missing ref is not at `new`"
+    );
     git.set_ref("refs/heads/other", &old).unwrap();
     assert!(!git.cas_ref("refs/heads/other", &new, &new).unwrap());
     assert!(git.cas_ref("refs/heads/other", &new, &old).unwrap());

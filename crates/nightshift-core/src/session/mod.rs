@@ -302,11 +302,24 @@ mod os {
 #[cfg(test)]
 mod tests;
 
-/// Sends SIGKILL to every process of this user whose working directory is inside `dir`
-/// (Linux: read from `/proc`). Returns how many were signalled.
-pub fn kill_processes_under(dir: &std::path::Path) -> usize {
-    os::processes_with_cwd_under(dir)
+/// Sends SIGKILL to every process whose working directory is inside `dir` (Linux: read from
+/// `/proc`), then waits, bounded, until none is left (a killed process loses its cwd link once
+/// it is a zombie). Returns how many were signalled and whether any survived the wait.
+pub fn kill_processes_under(dir: &std::path::Path) -> (usize, bool) {
+    const WAIT: Duration = Duration::from_secs(5);
+    let signalled = os::processes_with_cwd_under(dir)
         .into_iter()
         .filter(|pid| nix::sys::signal::kill(*pid, Signal::SIGKILL).is_ok())
-        .count()
+        .count();
+    if signalled == 0 {
+        return (0, false);
+    }
+    let started = Instant::now();
+    while started.elapsed() < WAIT {
+        if os::processes_with_cwd_under(dir).is_empty() {
+            return (signalled, false);
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    (signalled, true)
 }

@@ -48,30 +48,28 @@ fn a_process_past_its_deadline_is_ended_as_timeout() {
 
 #[test]
 fn leftovers_in_the_process_group_are_swept_after_exit() {
+    use std::io::Read;
     let dir = tempfile::tempdir().unwrap();
-    let pidfile = dir.path().join("bg.pid");
-    let script = format!(
-        "sleep 600 >/dev/null 2>&1 & echo $! > {}; exit 0",
-        pidfile.display()
-    );
+    let fifo = dir.path().join("held");
+    nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::S_IRWXU).unwrap();
+    // The reader sees EOF exactly when the last writer, the leftover process, is dead.
+    let (tx, rx) = std::sync::mpsc::channel();
+    let reader_path = fifo.clone();
+    std::thread::spawn(move || {
+        let mut sink = Vec::new();
+        let opened = std::fs::File::open(&reader_path).map(|mut f| f.read_to_end(&mut sink));
+        let _ = tx.send(opened.is_ok());
+    });
+    // The leftover opens the FIFO (blocking until the reader is there), then the session
+    // exits leaving it behind in its process group.
+    let script = format!("sleep 600 > {} 2>/dev/null & exit 0", fifo.display());
     let end = run(&spec(dir.path(), &script, Duration::from_secs(60))).unwrap();
     assert_eq!(end.outcome, Outcome::Completed);
-    let pid: i32 = std::fs::read_to_string(&pidfile)
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
-    // killpg(SIGKILL) was sent before `run` returned; the zombie is reaped by init or us, so
-    // the process must no longer be running (a zombie has state Z).
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    let state = stat
-        .rsplit(')')
-        .next()
-        .and_then(|s| s.split_whitespace().next())
-        .unwrap_or("gone");
-    assert!(
-        state == "gone" || state == "Z" || state == "X",
-        "background child still alive: {stat}"
+    let gone = rx.recv_timeout(Duration::from_secs(60));
+    assert_eq!(
+        gone,
+        Ok(true),
+        "the leftover process kept the FIFO open: it was not killed"
     );
 }
 

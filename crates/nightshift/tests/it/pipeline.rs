@@ -218,3 +218,60 @@ fn an_agent_that_changes_nothing_does_not_ship() {
     assert_eq!(repo.shipped_items(), Vec::<String>::new());
     repo.assert_clean_end();
 }
+
+#[test]
+fn what_lands_is_exactly_what_the_check_judged() {
+    let repo = Repo::new(&project());
+    repo.agent("art", &solves("art"));
+    // A check that leaves an artifact behind (not ignored): it was never judged, so it must
+    // never reach the target.
+    let config = plan(&repo, &["art"], 1, 1).replace(
+        "check = \"sh check.sh art\"",
+        "check = \"echo generated > check-artifact.txt; sh check.sh art\"",
+    );
+    repo.configure(&config);
+    let out = repo.run(&["run"]);
+    assert_eq!(out.status.code(), Some(10), "{}", text(&out));
+    let files = repo.git(&["ls-tree", "-r", "--name-only", "main"]);
+    assert!(files.contains("done/art"), "{files}");
+    assert!(
+        !files.contains("check-artifact.txt"),
+        "an unchecked artifact shipped: {files}"
+    );
+    repo.assert_clean_end();
+}
+
+#[test]
+fn a_worktree_removed_by_hand_fails_its_attempt_and_the_run_goes_on() {
+    let repo = Repo::new(&project());
+    let wt = repo.root.join(".nightshift/worktrees");
+    // The agent deletes its own worktree (as a disk cleaner or a person might), the first time.
+    let marker = repo.agent_dir.join("once");
+    let agent = format!(
+        "if [ ! -e {m} ]; then touch {m}; rm -rf {wt}/gone-1; exit 0; fi; mkdir -p done; echo ok > done/gone",
+        m = marker.display(),
+        wt = wt.display()
+    );
+    let config = plan(&repo, &["gone"], 1, 2).replacen(
+        &repo.agent_table(),
+        &format!("[agent]\nkind = \"command\"\ncommand = [\"sh\", \"-c\", \"{agent}\"]\n"),
+        1,
+    );
+    repo.configure(&config);
+    let out = repo.run(&["run"]);
+    assert_eq!(out.status.code(), Some(10), "{}", text(&out));
+    assert_eq!(repo.shipped_items(), ["gone"]);
+    let reasons: Vec<String> = repo
+        .store()
+        .events_after(0, 1000)
+        .unwrap()
+        .into_iter()
+        .filter_map(|e| match e.kind {
+            nightshift_core::store::EventKind::AttemptFailed { reason, .. } => Some(reason),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(reasons.len(), 1, "{reasons:?}");
+    assert!(reasons[0].contains("disappeared"), "{reasons:?}");
+    repo.assert_clean_end();
+}
