@@ -101,3 +101,75 @@ fn init_writes_a_config_that_parses_and_ignores_the_state_dir() {
         "init does not overwrite without --force"
     );
 }
+
+#[test]
+fn log_follow_streams_a_live_run_and_returns_when_it_finishes() {
+    use std::io::{BufRead, Read, Write};
+    let repo = Repo::new(&project());
+    let ready = repo.agent_dir.join("ready");
+    let release = repo.agent_dir.join("release");
+    for fifo in [&ready, &release] {
+        nix::unistd::mkfifo(fifo, nix::sys::stat::Mode::S_IRWXU).unwrap();
+    }
+    let agent = format!(
+        "echo started > {}; read line < {}; mkdir -p done; echo ok > done/live",
+        ready.display(),
+        release.display()
+    );
+    let config = plan(&repo, &["live"], 1, 1).replacen(
+        &repo.agent_table(),
+        &format!("[agent]\nkind = \"command\"\ncommand = [\"sh\", \"-c\", \"{agent}\"]\n"),
+        1,
+    );
+    repo.configure(&config);
+    let mut run = repo
+        .cmd(&["run"])
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::fs::File::open(&ready)
+        .unwrap()
+        .read_to_string(&mut line)
+        .unwrap();
+
+    // The run is mid-session: follow it.
+    let mut follow = repo
+        .cmd(&["log", "-f", "--json"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufReader::new(follow.stdout.take().unwrap()).lines();
+    let mut seen = Vec::new();
+    for l in lines.by_ref() {
+        let v: serde_json::Value = serde_json::from_str(&l.unwrap()).unwrap();
+        seen.push(v["kind"].as_str().unwrap().to_owned());
+        if seen.last().map(String::as_str) == Some("session_started") {
+            break;
+        }
+    }
+    // Only now let the session end: everything after this point is followed live.
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&release)
+        .unwrap()
+        .write_all(b"go\n")
+        .unwrap();
+    for l in lines {
+        let v: serde_json::Value = serde_json::from_str(&l.unwrap()).unwrap();
+        seen.push(v["kind"].as_str().unwrap().to_owned());
+    }
+    assert_eq!(
+        follow.wait().unwrap().code(),
+        Some(0),
+        "log -f returns when the run finishes"
+    );
+    assert_eq!(run.wait().unwrap().code(), Some(10));
+    assert_eq!(seen.first().map(String::as_str), Some("run_started"));
+    assert_eq!(
+        seen.last().map(String::as_str),
+        Some("run_finished"),
+        "{seen:?}"
+    );
+    assert!(seen.contains(&"integrated".to_owned()), "{seen:?}");
+}
