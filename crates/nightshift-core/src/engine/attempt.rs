@@ -18,7 +18,13 @@ const AGENT_TAIL: usize = 4096;
 
 impl Engine<'_> {
     pub(super) fn start_attempt(&mut self, item: &ItemRow) -> Result<(), EngineError> {
-        let number = self.store.max_attempt_number(&item.id)? + 1;
+        // Attempt numbers name refs and directories: never reuse one, even if the database was
+        // lost while the refs of earlier attempts remain.
+        let number = self
+            .store
+            .max_attempt_number(&item.id)?
+            .max(self.highest_attempt_in_git(&item.id)?)
+            + 1;
         let run = self.run()?;
         let target_ref = format!("refs/heads/{}", run.target);
         let base = self
@@ -78,7 +84,22 @@ impl Engine<'_> {
             "green" if att.candidate.as_deref() == Some(att.base.as_str()) => {
                 self.fail(att, "the agent made no changes".into())
             }
-            "green" => self.prepare_merge(item, att),
+            "green" => {
+                // Only work built on the base can be squashed onto the target: a candidate
+                // that rewrote history below it would silently revert the target.
+                let candidate = att.candidate.clone().unwrap_or_default();
+                if self.git.is_ancestor(&att.base, &candidate)? {
+                    self.prepare_merge(item, att)
+                } else {
+                    self.fail(
+                        att,
+                        format!(
+                            "the agent's commits do not build on the attempt's base {} (history was rewritten)",
+                            short(&att.base)
+                        ),
+                    )
+                }
+            }
             "merge_prepared" if att.onto.as_deref() == Some(att.base.as_str()) => {
                 self.integrate(att)
             }
@@ -105,13 +126,12 @@ impl Engine<'_> {
         let path = PathBuf::from(&att.worktree);
         // Only `preparing` reaches here, so nothing ran in a leftover directory yet: a half-made
         // worktree from a crash is ours and empty of work, and is rebuilt.
-        if path.exists() {
-            let _ = self.git.worktree_remove(&path);
-            if path.exists() && self.ws.owns_worktree_path(&path) {
-                std::fs::remove_dir_all(&path).map_err(io_err(&path))?;
-            }
-            self.git.worktree_prune()?;
+        // `remove -f -f` also clears a locked admin entry whose directory was never made.
+        let _ = self.git.worktree_remove(&path);
+        if path.exists() && self.ws.owns_worktree_path(&path) {
+            std::fs::remove_dir_all(&path).map_err(io_err(&path))?;
         }
+        self.git.worktree_prune()?;
         let reason = format!("nightshift run {}", self.run_id());
         if self
             .git
@@ -354,16 +374,24 @@ impl Engine<'_> {
                 Some(w) => {
                     let user = self.git.at(&w.path);
                     if !user.is_clean_tracked()? {
+                        if user.tracked_tree_equals(&merged)? {
+                            // Our own fast-forward, interrupted after the files moved: finish it.
+                            self.move_target(&refname, &merged, &onto)?;
+                            user.reset_index()?;
+                        } else {
+                            return Err(EngineError::Workspace {
+                                what: format!(
+                                    "the target branch `{target}` is checked out at {} with uncommitted changes, so it cannot be advanced",
+                                    w.path.display()
+                                ),
+                                help: Some("commit or stash those changes; `nightshift run` then resumes and integrates".into()),
+                            });
+                        }
+                    } else if let Err(e) = user.merge_ff_only(&merged) {
+                        if self.target_tip()? != onto {
+                            return Ok(()); // someone committed meanwhile: merge onto the new tip
+                        }
                         return Err(EngineError::Workspace {
-                            what: format!(
-                                "the target branch `{target}` is checked out at {} with uncommitted changes, so it cannot be advanced",
-                                w.path.display()
-                            ),
-                            help: Some("commit or stash those changes; `nightshift run` then resumes and integrates".into()),
-                        });
-                    }
-                    user.merge_ff_only(&merged)
-                        .map_err(|e| EngineError::Workspace {
                             what: format!(
                                 "fast-forward the checkout of `{target}` at {}: {e}",
                                 w.path.display()
@@ -372,11 +400,12 @@ impl Engine<'_> {
                                 "clear what blocks the fast-forward; `nightshift run` then resumes"
                                     .into(),
                             ),
-                        })?;
+                        });
+                    }
                 }
                 None => {
-                    if !self.git.cas_ref(&refname, &merged, &onto)? {
-                        return Ok(()); // lost a race; the next step sees the new tip
+                    if !self.move_target(&refname, &merged, &onto)? {
+                        return Ok(()); // lost a race; the next step merges onto the new tip
                     }
                 }
             }
@@ -388,6 +417,36 @@ impl Engine<'_> {
             commit: merged,
         })?;
         self.teardown_attempt(&self.run_id(), &att.item, att.attempt)
+    }
+
+    /// Compare-and-swap of the target. `false` when someone else moved it (a lost race);
+    /// an error when it is stuck at `onto` (a stale lock file, permissions): retrying in a
+    /// loop would never end, so the run halts, resumable, with git's reason.
+    fn move_target(&self, refname: &str, merged: &str, onto: &str) -> Result<bool, EngineError> {
+        match self.git.cas_ref(refname, merged, onto)? {
+            Ok(()) => Ok(true),
+            Err(_) if self.target_tip()? != onto => Ok(false),
+            Err(why) => Err(EngineError::Workspace {
+                what: format!("move {refname} to {}: {why}", short(merged)),
+                help: Some(
+                    "remove a stale `.lock` file if git names one; `nightshift run` then resumes"
+                        .into(),
+                ),
+            }),
+        }
+    }
+
+    /// The highest attempt number git still has a ref or branch for.
+    fn highest_attempt_in_git(&self, item: &str) -> Result<u32, EngineError> {
+        let preserve = format!("refs/nightshift/preserve/{item}/");
+        let branches = format!("refs/heads/nightshift/{item}/");
+        Ok(self
+            .git
+            .refs_under(&[&preserve, &branches])?
+            .iter()
+            .filter_map(|r| r.rsplit('/').next()?.parse::<u32>().ok())
+            .max()
+            .unwrap_or(0))
     }
 
     fn target_tip(&self) -> Result<String, EngineError> {

@@ -94,10 +94,13 @@ pub fn run(opts: RunOptions, observe: &mut dyn FnMut(&Event)) -> Result<RunSumma
         run: None,
         observe,
     };
+    // Before anything looks at a worktree: nothing a killed engine left running may still be
+    // writing in one, and no lock a killed git left may block it.
+    engine.sweep_strays();
+    engine.clear_stale_git_locks();
     let resumed = engine.open_run(&opts.plan, opts.fresh)?;
     let run_id = engine.run()?.id.clone();
     let _ = lock.describe(&format!("{holder}, run {run_id}"));
-    engine.sweep_strays();
     engine.reconcile_teardowns()?;
     let halt = engine.drive()?;
     let items = engine.store.items(&run_id)?;
@@ -151,7 +154,7 @@ impl Engine<'_> {
 
     /// Resumes the unfinished run, or starts a new one. Returns whether it resumed.
     fn open_run(&mut self, plan: &Plan, fresh: bool) -> Result<bool, EngineError> {
-        if let Some(run) = self.store.latest_run()?.filter(RunRow::is_running) {
+        if let Some(run) = self.store.unfinished_run()? {
             self.run = Some(run);
             if !fresh {
                 self.record(EventKind::RunResumed {

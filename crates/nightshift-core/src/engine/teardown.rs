@@ -162,6 +162,8 @@ impl Engine<'_> {
             }
             std::fs::remove_dir_all(path)
                 .map_err(|e| format!("remove worktree directory {}: {e}", path.display()))?;
+            // The admin entry may be locked; prune alone would keep it forever.
+            let _ = self.git.worktree_remove(path);
         }
         self.git.worktree_prune().map_err(|e| e.to_string())
     }
@@ -178,15 +180,58 @@ impl Engine<'_> {
         Ok(())
     }
 
-    /// For `--fresh`: close the unfinished run's open attempts, work preserved.
+    /// For `--fresh`: close the unfinished run's open attempts, work preserved. An attempt
+    /// whose commit already reached the target (killed between the effect and its
+    /// confirmation) is recorded as shipped, not failed: it must not ship twice.
     pub(super) fn abandon_open_attempts(&mut self, reason: &str) -> Result<(), EngineError> {
         let run_id = self.run_id();
+        let target = self.run()?.target.clone();
         for att in self.store.attempts(&run_id)? {
-            if !att.is_finished() {
+            if att.is_finished() {
+                continue;
+            }
+            let landed = match (att.phase.as_str(), att.merged.as_deref()) {
+                ("integrating" | "merge_green", Some(merged)) => {
+                    match self.git.resolve(&format!("refs/heads/{target}"))? {
+                        Some(tip) => self.git.is_ancestor(merged, &tip)?,
+                        None => false,
+                    }
+                }
+                _ => false,
+            };
+            if landed {
+                self.record(EventKind::Integrated {
+                    item: att.item.clone(),
+                    attempt: att.attempt,
+                    commit: att.merged.clone().unwrap_or_default(),
+                })?;
+                self.teardown_attempt(&run_id, &att.item, att.attempt)?;
+            } else {
                 self.fail(&att, reason.to_owned())?;
             }
         }
         Ok(())
+    }
+
+    /// Removes `index.lock` files that a killed git left in the admin directories of
+    /// nightshift's own worktrees (called after the stray sweep, so no git is running there).
+    pub(super) fn clear_stale_git_locks(&self) {
+        let Ok(common) = self.git.common_dir() else {
+            return;
+        };
+        let Ok(entries) = std::fs::read_dir(common.join("worktrees")) else {
+            return;
+        };
+        for entry in entries.flatten() {
+            let admin = entry.path();
+            let Ok(gitdir) = std::fs::read_to_string(admin.join("gitdir")) else {
+                continue;
+            };
+            let worktree = Path::new(gitdir.trim()).parent().map(Path::to_path_buf);
+            if worktree.is_some_and(|w| self.ws.owns_worktree_path(&w)) {
+                let _ = std::fs::remove_file(admin.join("index.lock"));
+            }
+        }
     }
 
     /// Ends processes a killed engine left behind: anything whose working directory is inside

@@ -91,6 +91,9 @@ impl Git {
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
+        // Its own process group, so a timeout ends git and anything it started (filters,
+        // hooks of other tools) together.
+        std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
         cmd
     }
 
@@ -136,6 +139,10 @@ impl Git {
         });
         // Pipes close when git (and anything it spawned) exits; wait for that or the deadline.
         if rx.recv_timeout(self.timeout).is_err() {
+            let _ = nix::sys::signal::killpg(
+                nix::unistd::Pid::from_raw(child.id() as i32),
+                nix::sys::signal::Signal::SIGKILL,
+            );
             let _ = child.kill();
             let _ = child.wait();
             return Err(GitError::Timeout {

@@ -103,11 +103,17 @@ fn cas_ref_moves_only_from_the_expected_value() {
     std::fs::write(dir.path().join("c.txt"), "c\n").unwrap();
     let new = git.commit_all("c").unwrap();
     assert!(
-        !git.cas_ref("refs/heads/other", &new, &new).unwrap(),
+        git.cas_ref("refs/heads/other", &new, &new)
+            .unwrap()
+            .is_err(),
         "a missing ref is not at `new`"
     );
     git.set_ref("refs/heads/other", &old).unwrap();
-    assert!(!git.cas_ref("refs/heads/other", &new, &new).unwrap());
-    assert!(git.cas_ref("refs/heads/other", &new, &old).unwrap());
+    assert!(
+        git.cas_ref("refs/heads/other", &new, &new)
+            .unwrap()
+            .is_err()
+    );
+    assert!(git.cas_ref("refs/heads/other", &new, &old).unwrap().is_ok());
     assert_eq!(git.resolve("refs/heads/other").unwrap().unwrap(), new);
 }

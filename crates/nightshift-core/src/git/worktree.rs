@@ -187,9 +187,38 @@ impl Git {
     }
 
     /// Moves `name` to `new` only if it is still at `expected_old` (compare-and-swap).
-    pub fn cas_ref(&self, name: &str, new: &str, expected_old: &str) -> Result<bool, GitError> {
+    /// A refusal leaves git's reason in the error; the caller tells a lost race (the ref moved)
+    /// from a stuck one (a stale `.lock`, permissions) by reading the ref again.
+    pub fn cas_ref(
+        &self,
+        name: &str,
+        new: &str,
+        expected_old: &str,
+    ) -> Result<Result<(), String>, GitError> {
         let out = self.output(&["update-ref", name, new, expected_old], &[])?;
-        Ok(out.code == 0)
+        Ok(if out.code == 0 {
+            Ok(())
+        } else {
+            Err(out.stderr.trim().to_owned())
+        })
+    }
+
+    /// The names of refs under the given prefixes (e.g. `refs/nightshift/preserve/x/`).
+    pub fn refs_under(&self, prefixes: &[&str]) -> Result<Vec<String>, GitError> {
+        let mut args = vec!["for-each-ref", "--format=%(refname)"];
+        args.extend_from_slice(prefixes);
+        Ok(self.run(&args)?.lines().map(str::to_owned).collect())
+    }
+
+    /// Whether the tracked files of this checkout equal `commit`'s tree.
+    pub fn tracked_tree_equals(&self, commit: &str) -> Result<bool, GitError> {
+        Ok(self.output(&["diff", "--quiet", commit, "--"], &[])?.code == 0)
+    }
+
+    /// Resets the index to HEAD, leaving the files alone (`reset --mixed`).
+    pub fn reset_index(&self) -> Result<(), GitError> {
+        self.run(&["reset", "--quiet", "--mixed"])?;
+        Ok(())
     }
 
     /// The tree of a commit.
@@ -249,9 +278,10 @@ impl Git {
         Ok(self.run_env(&args, &ident())?.trim().to_owned())
     }
 
-    /// Checks out `commit` detached in this worktree (clean trees only).
+    /// Checks out `commit` detached in this worktree, overwriting tracked files.
+    /// Forced: leftovers of an earlier check are not work (the work is committed).
     pub fn checkout_detached(&self, commit: &str) -> Result<(), GitError> {
-        self.run(&["checkout", "--quiet", "--detach", commit])?;
+        self.run(&["checkout", "--quiet", "--force", "--detach", commit])?;
         Ok(())
     }
 

@@ -43,7 +43,7 @@ pub struct ProcessSpec {
     pub timeout: Duration,
     /// Time between SIGTERM and SIGKILL.
     pub kill_grace: Duration,
-    /// Where stdout and stderr are teed (created, truncated).
+    /// Where stdout and stderr are teed (appended to, never truncated).
     pub log: PathBuf,
     /// How many trailing bytes of output to keep in memory.
     pub tail_bytes: usize,
@@ -111,10 +111,15 @@ impl Collector {
 }
 
 async fn supervise(spec: &ProcessSpec) -> Result<ProcessEnd, SessionError> {
-    let log = std::fs::File::create(&spec.log).map_err(|source| SessionError::Log {
-        path: spec.log.clone(),
-        source,
-    })?;
+    // Never truncate an earlier log (a session re-run after a crash keeps the first one).
+    let log = std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .open(&spec.log)
+        .map_err(|source| SessionError::Log {
+            path: spec.log.clone(),
+            source,
+        })?;
     let mut sink = Collector {
         log,
         hasher: Sha256::new(),
@@ -186,6 +191,8 @@ async fn supervise(spec: &ProcessSpec) -> Result<ProcessEnd, SessionError> {
             () = &mut kill_at, if timed_out && !killed && status.is_none() => {
                 killed = true;
                 signal_group(pgid, Signal::SIGKILL);
+                // Also the child itself, in case it moved to another process group.
+                let _ = child.start_kill();
             },
             () = &mut leak_at, if status.is_some() => {
                 sink.push(b"\nnightshift: output pipes still held by a descendant after exit; stopped reading\n");

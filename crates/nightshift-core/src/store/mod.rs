@@ -162,14 +162,25 @@ impl Store {
         })
     }
 
-    /// The most recently started run.
+    /// The most recently started run (journal order).
     pub fn latest_run(&self) -> Result<Option<RunRow>, StoreError> {
         Ok(self
             .conn
             .query_row(
-                &format!(
-                    "SELECT {RUN_COLUMNS} FROM runs ORDER BY started_at DESC, rowid DESC LIMIT 1"
-                ),
+                &format!("SELECT {RUN_COLUMNS} FROM runs ORDER BY rowid DESC LIMIT 1"),
+                [],
+                run_row,
+            )
+            .optional()?)
+    }
+
+    /// The newest run that has not finished (journal order, not the wall clock, which may
+    /// step backwards).
+    pub fn unfinished_run(&self) -> Result<Option<RunRow>, StoreError> {
+        Ok(self
+            .conn
+            .query_row(
+                &format!("SELECT {RUN_COLUMNS} FROM runs WHERE state = 'running' ORDER BY rowid DESC LIMIT 1"),
                 [],
                 run_row,
             )

@@ -1,0 +1,155 @@
+//! Integration edge cases: stuck refs, history rewritten by an agent, interrupted effects,
+//! leftovers of lost state. Each is a way a naive runner ships twice, reverts work, or spins.
+
+use std::os::unix::process::ExitStatusExt;
+
+use nightshift_core::failpoint;
+use nightshift_core::store::EventKind;
+
+use crate::harness::*;
+
+#[test]
+fn a_stuck_target_ref_halts_resumable_with_gits_reason_instead_of_spinning() {
+    let repo = Repo::new(&project());
+    repo.agent("a", &solves("a"));
+    repo.configure(&format!(
+        "{}\n[integrate]\ntarget = \"main\"\n",
+        plan(&repo, &["a"], 1, 1)
+    ));
+    // The user works on another branch, so main moves by compare-and-swap; a stale lock blocks it.
+    repo.git(&["checkout", "-q", "-b", "elsewhere"]);
+    let lock = repo.root.join(".git/refs/heads/main.lock");
+    std::fs::write(&lock, "").unwrap();
+    let out = repo.run(&["run"]);
+    assert_eq!(out.status.code(), Some(30), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("lock"),
+        "{}",
+        text(&out)
+    );
+
+    std::fs::remove_file(&lock).unwrap();
+    let out = repo.run(&["run"]);
+    assert_eq!(out.status.code(), Some(10), "{}", text(&out));
+    assert_eq!(repo.shipped_items(), ["a"]);
+}
+
+#[test]
+fn fresh_after_a_kill_between_moving_the_target_and_confirming_ships_once() {
+    let repo = Repo::new(&project());
+    repo.agent("a", &solves("a"));
+    repo.configure(&plan(&repo, &["a"], 1, 1));
+    let out = repo
+        .cmd(&["run"])
+        .env(failpoint::ENV, "integrate_effect_done")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.signal(), Some(9), "{}", text(&out));
+    assert_eq!(
+        repo.shipped_items(),
+        ["a"],
+        "the effect happened before the kill"
+    );
+
+    let out = repo.run(&["run", "--fresh"]);
+    assert_eq!(out.status.code(), Some(10), "{}", text(&out));
+    assert_eq!(repo.shipped_items(), ["a"], "shipped exactly once");
+    assert_eq!(repo.item_state("a"), "shipped");
+    repo.assert_clean_end();
+}
+
+#[test]
+fn an_agent_that_rewrites_history_below_its_base_cannot_revert_the_target() {
+    let repo = Repo::new(&project());
+    let agent = "git reset -q --hard HEAD~1 && mkdir -p done && echo ok > done/rw";
+    let config = plan(&repo, &["rw"], 1, 1).replacen(
+        &repo.agent_table(),
+        &format!("[agent]\nkind = \"command\"\ncommand = [\"sh\", \"-c\", \"{agent}\"]\n"),
+        1,
+    );
+    repo.configure(&config);
+    let before = repo.git(&["rev-parse", "main"]);
+    let out = repo.run(&["run"]);
+    assert_eq!(out.status.code(), Some(11), "{}", text(&out));
+    assert_eq!(
+        repo.git(&["rev-parse", "main"]),
+        before,
+        "main did not move"
+    );
+    let status = repo.status_json();
+    let reason = status["items"][0]["reason"].as_str().unwrap();
+    assert!(reason.contains("history was rewritten"), "{reason}");
+    repo.assert_clean_end();
+}
+
+#[test]
+fn a_locked_admin_entry_without_a_directory_does_not_block_the_attempt() {
+    let repo = Repo::new(&project());
+    repo.agent("a", &solves("a"));
+    repo.configure(&plan(&repo, &["a"], 1, 1));
+    // What a kill inside `git worktree add --lock` can leave: git's locked admin entry, no dir.
+    let path = repo.root.join(".nightshift/worktrees/a-1");
+    repo.git(&[
+        "worktree",
+        "add",
+        "-q",
+        "--lock",
+        "-b",
+        "scratch",
+        path.to_str().unwrap(),
+    ]);
+    std::fs::remove_dir_all(&path).unwrap();
+    let out = repo.run(&["run"]);
+    assert_eq!(out.status.code(), Some(10), "{}", text(&out));
+    assert_eq!(repo.shipped_items(), ["a"]);
+    repo.git(&["branch", "-D", "scratch"]);
+    repo.assert_clean_end();
+}
+
+#[test]
+fn attempt_numbers_never_reuse_a_ref_left_by_a_lost_database() {
+    let repo = Repo::new(&project());
+    repo.agent("a", &solves("a"));
+    repo.configure(&plan(&repo, &["a"], 1, 1));
+    let kept = repo.git(&["rev-parse", "HEAD~1"]);
+    repo.git(&["update-ref", "refs/nightshift/preserve/a/1", kept.trim()]);
+    let out = repo.run(&["run"]);
+    assert_eq!(out.status.code(), Some(10), "{}", text(&out));
+    assert_eq!(
+        repo.git(&["rev-parse", "refs/nightshift/preserve/a/1"]),
+        kept,
+        "earlier kept work untouched"
+    );
+    repo.git(&["rev-parse", "--verify", "refs/nightshift/preserve/a/2"]);
+}
+
+#[test]
+fn an_interrupted_fast_forward_of_the_users_checkout_is_finished_not_blamed_on_the_user() {
+    let repo = Repo::new(&project());
+    repo.agent("a", &solves("a"));
+    repo.configure(&plan(&repo, &["a"], 1, 1));
+    let out = repo
+        .cmd(&["run"])
+        .env(failpoint::ENV, "integrate_intended")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.signal(), Some(9), "{}", text(&out));
+    let merged = repo
+        .store()
+        .events_after(0, 1000)
+        .unwrap()
+        .into_iter()
+        .find_map(|e| match e.kind {
+            EventKind::IntegrateIntended { commit, .. } => Some(commit),
+            _ => None,
+        })
+        .unwrap();
+    // The files of the user's checkout moved, but the branch did not: a fast-forward cut short.
+    repo.git(&["checkout", &merged, "--", "."]);
+    assert_ne!(repo.git(&["status", "--porcelain"]), "");
+
+    let out = repo.run(&["run"]);
+    assert_eq!(out.status.code(), Some(10), "{}", text(&out));
+    assert_eq!(repo.git(&["rev-parse", "main"]).trim(), merged);
+    repo.assert_clean_end();
+}
