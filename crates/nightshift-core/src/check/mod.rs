@@ -40,3 +40,5 @@ pub fn run(
         end,
     })
 }
+
+pub mod results;
