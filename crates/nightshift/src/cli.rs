@@ -24,6 +24,8 @@ pub enum Command {
     Log(LogArgs),
     /// Make a scratch repository with a plan and a scripted agent, run it, and show the report.
     Demo(DemoArgs),
+    /// Turn an attempt's kept work into a branch you can inspect, check out or merge.
+    Restore(RestoreArgs),
 }
 
 /// Where to find the repository.
@@ -84,4 +86,14 @@ pub struct DemoArgs {
     /// Where to create the demo (must not exist). Default: a new directory under the system temp dir.
     #[arg(long, value_name = "DIR")]
     pub dir: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct RestoreArgs {
+    #[command(flatten)]
+    pub repo: RepoArgs,
+    /// The item whose work to restore.
+    pub item: String,
+    /// Which attempt (default: the latest one kept).
+    pub attempt: Option<u32>,
 }

@@ -42,6 +42,7 @@ fn main() -> ExitCode {
         Command::Status(args) => commands::status::run(&args),
         Command::Log(args) => commands::log::run(&args),
         Command::Demo(args) => commands::demo::run(&args),
+        Command::Restore(args) => commands::restore::run(&args),
     };
     match result {
         Ok(code) => exit(code),

@@ -169,7 +169,8 @@ pub fn summary(run: &RunRow, items: &[ItemRow]) -> String {
         if let Some(r) = &i.preserve_ref {
             let _ = writeln!(
                 out,
-                "           work kept at {r}  (inspect: git log -p {r})"
+                "           work kept at {r}  (get it back: nightshift restore {})",
+                i.id
             );
         }
     }

@@ -3,6 +3,7 @@
 pub mod demo;
 pub mod init;
 pub mod log;
+pub mod restore;
 pub mod run;
 pub mod status;
 

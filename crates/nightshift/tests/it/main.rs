@@ -15,3 +15,4 @@ mod integrate;
 mod lock;
 mod pipeline;
 mod reading;
+mod restore;
