@@ -47,12 +47,31 @@ pub const DEFAULT_MAX_ITERATIONS: u32 = 3;
 /// Default for `[limits].max_attempts`.
 pub const DEFAULT_MAX_ATTEMPTS: u32 = 2;
 
+/// Default for `[limits].session_timeout`.
+pub const DEFAULT_SESSION_TIMEOUT: Duration = Duration::from_secs(90 * 60);
+/// Default for `[limits].stall_grace`.
+pub const DEFAULT_STALL_GRACE: Duration = Duration::from_secs(10 * 60);
+/// Default for `[limits].stall_nudges`.
+pub const DEFAULT_STALL_NUDGES: u32 = 2;
+/// Default for `[limits].kill_grace`.
+pub const DEFAULT_KILL_GRACE: Duration = Duration::from_secs(10);
+/// Default for `[limits].budget_soft`: the share of a hard limit at which a wrap-up is asked.
+pub const DEFAULT_BUDGET_SOFT: f64 = 0.8;
+/// Default for `[limits].cache_read_weight`.
+pub const DEFAULT_CACHE_READ_WEIGHT: f64 = 0.1;
+/// Default for `[limits].rate_limit_max_wait`.
+pub const DEFAULT_RATE_LIMIT_MAX_WAIT: Duration = Duration::from_secs(6 * 3600);
+
 /// A validated `nightshift.toml`.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Config {
     pub agent: AgentConfig,
     pub check: CheckConfig,
     pub limits: Limits,
+    /// How long and how quietly one session may run (`[limits]`).
+    pub session: SessionLimits,
+    /// Work bounds per session, item and run (`[limits]`).
+    pub budget: BudgetLimits,
     pub integrate: IntegrateConfig,
     /// A Markdown checklist to take items from, relative to the repository root.
     pub plan: Option<PathBuf>,
@@ -65,18 +84,46 @@ pub struct Config {
 pub enum AgentKind {
     /// Any program: `[agent].command` is run as given.
     Command,
+    /// Claude Code: `claude -p … --output-format stream-json --verbose`.
+    Claude,
+    /// OpenAI Codex: `codex exec --json …`.
+    Codex,
+    /// Gemini CLI: `gemini -p … --output-format stream-json`.
+    Gemini,
+    /// aider: `aider --message-file … --yes-always` (judged by the oracle and the diff only).
+    Aider,
 }
 
 impl AgentKind {
     /// Every kind accepted in `[agent].kind`.
-    pub const ALL: &'static [AgentKind] = &[AgentKind::Command];
+    pub const ALL: &'static [AgentKind] = &[
+        AgentKind::Command,
+        AgentKind::Claude,
+        AgentKind::Codex,
+        AgentKind::Gemini,
+        AgentKind::Aider,
+    ];
 
     /// The name used in `nightshift.toml`.
     pub fn as_str(self) -> &'static str {
         match self {
             AgentKind::Command => "command",
+            AgentKind::Claude => "claude",
+            AgentKind::Codex => "codex",
+            AgentKind::Gemini => "gemini",
+            AgentKind::Aider => "aider",
         }
     }
+}
+
+/// How a `command` agent's output is read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum OutputFormat {
+    /// Plain text: only the exit code and the output's liveness are used.
+    #[default]
+    Text,
+    /// Claude Code's stream-json (usage, rate limits and the result are read from it).
+    ClaudeStream,
 }
 
 impl fmt::Display for AgentKind {
@@ -89,8 +136,17 @@ impl fmt::Display for AgentKind {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AgentConfig {
     pub kind: AgentKind,
-    /// The argv, run in the attempt's worktree; never empty, `command[0]` never empty.
+    /// For `kind = "command"`: the argv, run in the attempt's worktree; never empty,
+    /// `command[0]` never empty. Empty for the other kinds.
     pub command: Vec<String>,
+    /// Another executable for the CLI of `kind` (default: its usual name on PATH).
+    pub binary: Option<String>,
+    /// The model to ask the CLI for.
+    pub model: Option<String>,
+    /// Extra arguments appended to the adapter's command line.
+    pub args: Vec<String>,
+    /// For `kind = "command"`: how its output is read.
+    pub format: OutputFormat,
 }
 
 /// `[check]`.
@@ -110,6 +166,75 @@ pub struct Limits {
     pub max_iterations: u32,
     /// Attempts per item, at least 1.
     pub max_attempts: u32,
+}
+
+/// Session bounds from `[limits]`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SessionLimits {
+    /// Wall-time bound of one session, counted through host suspend.
+    pub timeout: Duration,
+    /// Silence (no output, no parsed event, no CPU, no file change) before a nudge.
+    pub stall_grace: Duration,
+    /// Nudges before a silent session ends as `stalled`.
+    pub stall_nudges: u32,
+    /// Between SIGTERM and SIGKILL when a session is ended.
+    pub kill_grace: Duration,
+}
+
+/// Whether budget limits end sessions or only warn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum BudgetMode {
+    /// Crossing a hard limit ends the session as `over_budget`.
+    #[default]
+    Enforce,
+    /// Crossing a hard limit is journaled and written to ATTENTION; nothing is ended.
+    Warn,
+}
+
+/// Work bounds from `[limits]`. Tokens are weighted: input + output + cache writes + cache
+/// reads × `cache_read_weight`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct BudgetLimits {
+    pub session_tokens: Option<u64>,
+    pub session_turns: Option<u32>,
+    pub session_usd: Option<f64>,
+    pub item_tokens: Option<u64>,
+    pub run_tokens: Option<u64>,
+    pub run_usd: Option<f64>,
+    pub mode: BudgetMode,
+    /// The share of a hard limit at which a wrap-up is asked for (0 < soft < 1).
+    pub soft: f64,
+    pub cache_read_weight: f64,
+    /// The longest a reported usage-limit reset is waited for before retrying anyway.
+    pub rate_limit_max_wait: Duration,
+}
+
+impl Default for BudgetLimits {
+    fn default() -> Self {
+        BudgetLimits {
+            session_tokens: None,
+            session_turns: None,
+            session_usd: None,
+            item_tokens: None,
+            run_tokens: None,
+            run_usd: None,
+            mode: BudgetMode::Enforce,
+            soft: DEFAULT_BUDGET_SOFT,
+            cache_read_weight: DEFAULT_CACHE_READ_WEIGHT,
+            rate_limit_max_wait: DEFAULT_RATE_LIMIT_MAX_WAIT,
+        }
+    }
+}
+
+impl Default for SessionLimits {
+    fn default() -> Self {
+        SessionLimits {
+            timeout: DEFAULT_SESSION_TIMEOUT,
+            stall_grace: DEFAULT_STALL_GRACE,
+            stall_nudges: DEFAULT_STALL_NUDGES,
+            kill_grace: DEFAULT_KILL_GRACE,
+        }
+    }
 }
 
 /// `[integrate]`.

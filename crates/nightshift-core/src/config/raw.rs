@@ -8,8 +8,9 @@ use serde::Deserialize;
 use toml::Spanned;
 
 use super::{
-    AgentConfig, AgentKind, CheckConfig, Config, DEFAULT_CHECK_TIMEOUT, DEFAULT_MAX_ATTEMPTS,
-    DEFAULT_MAX_ITERATIONS, IntegrateConfig, ItemConfig, Limits, SourceError, parse_duration,
+    AgentConfig, AgentKind, BudgetLimits, BudgetMode, CheckConfig, Config, DEFAULT_CHECK_TIMEOUT,
+    DEFAULT_MAX_ATTEMPTS, DEFAULT_MAX_ITERATIONS, IntegrateConfig, ItemConfig, Limits,
+    OutputFormat, SessionLimits, SourceError, parse_duration,
 };
 use crate::plan::{ID_HELP, validate_id};
 
@@ -18,8 +19,6 @@ const AGENT_COMMAND_HELP: &str = "set `command = [\"program\", \"arg\", …]` un
      the argv run in the attempt's worktree";
 const PLAN_HELP: &str = "give the path of a Markdown checklist relative to the repository root, \
      e.g. `plan = \"TODO.md\"`";
-/// Agent kinds that are planned but not implemented yet.
-const PLANNED_KINDS: &[&str] = &["claude", "codex", "gemini", "aider"];
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -37,6 +36,10 @@ struct RawConfig {
 struct RawAgent {
     kind: Option<Spanned<String>>,
     command: Option<Spanned<Vec<String>>>,
+    binary: Option<Spanned<String>>,
+    model: Option<Spanned<String>>,
+    args: Option<Spanned<Vec<String>>>,
+    format: Option<Spanned<String>>,
 }
 
 #[derive(Deserialize)]
@@ -51,6 +54,20 @@ struct RawCheck {
 struct RawLimits {
     max_iterations: Option<Spanned<u32>>,
     max_attempts: Option<Spanned<u32>>,
+    session_timeout: Option<Spanned<String>>,
+    stall_grace: Option<Spanned<String>>,
+    stall_nudges: Option<Spanned<u32>>,
+    kill_grace: Option<Spanned<String>>,
+    session_tokens: Option<Spanned<u64>>,
+    session_turns: Option<Spanned<u32>>,
+    session_usd: Option<Spanned<f64>>,
+    item_tokens: Option<Spanned<u64>>,
+    run_tokens: Option<Spanned<u64>>,
+    run_usd: Option<Spanned<f64>>,
+    budget_mode: Option<Spanned<String>>,
+    budget_soft: Option<Spanned<f64>>,
+    cache_read_weight: Option<Spanned<f64>>,
+    rate_limit_max_wait: Option<Spanned<String>>,
 }
 
 #[derive(Deserialize)]
@@ -112,7 +129,7 @@ impl Ctx<'_> {
     fn validate(&self, raw: RawConfig) -> Result<Config, Box<SourceError>> {
         let agent = self.agent(raw.agent)?;
         let check = self.check(raw.check)?;
-        let limits = self.limits(raw.limits)?;
+        let (limits, session, budget) = self.limits(raw.limits)?;
         let integrate = self.integrate(raw.integrate)?;
         let plan = match raw.plan {
             Some(plan) if plan.get_ref().trim().is_empty() => {
@@ -163,6 +180,8 @@ impl Ctx<'_> {
             agent,
             check,
             limits,
+            session,
+            budget,
             integrate,
             plan: plan.map(|plan| PathBuf::from(plan.into_inner())),
             items,
@@ -212,8 +231,65 @@ impl Ctx<'_> {
                     Some(_) => command,
                 }
             }
+            (other, Some(command)) => {
+                return Err(self
+                    .error(
+                        command.span(),
+                        format!("`command` is for `kind = \"command\"`, not `{other}`"),
+                    )
+                    .with_help(format!(
+                        "nightshift builds the {other} command line itself: use `binary = \"…\"` \
+                         for another executable and `args = [\"…\"]` for extra arguments"
+                    ))
+                    .into());
+            }
+            (_, None) => Vec::new(),
         };
-        Ok(AgentConfig { kind, command })
+        let binary = match raw.binary {
+            Some(b) if b.get_ref().trim().is_empty() => {
+                return Err(self.error(b.span(), "`binary` in [agent] is empty").into());
+            }
+            Some(b) if kind == AgentKind::Command => {
+                return Err(self
+                    .error(
+                        b.span(),
+                        "`binary` is for the CLI kinds, not `kind = \"command\"`",
+                    )
+                    .with_help("put the program first in `command = [\"program\", …]`")
+                    .into());
+            }
+            other => other.map(Spanned::into_inner),
+        };
+        let model = raw.model.map(Spanned::into_inner);
+        let args = raw.args.map(Spanned::into_inner).unwrap_or_default();
+        let format = match raw.format {
+            None => OutputFormat::Text,
+            Some(f) => {
+                match (kind, f.get_ref().as_str()) {
+                    (AgentKind::Command, "text") => OutputFormat::Text,
+                    (AgentKind::Command, "claude-stream") => OutputFormat::ClaudeStream,
+                    (AgentKind::Command, other) => {
+                        return Err(self
+                            .error(f.span(), format!("unknown `format` `{other}` in [agent]"))
+                            .with_help("expected `\"text\"` or `\"claude-stream\"`")
+                            .into());
+                    }
+                    (other, _) => {
+                        return Err(self
+                        .error(f.span(), format!("`format` is for `kind = \"command\"`; {other}'s format is known"))
+                        .into());
+                    }
+                }
+            }
+        };
+        Ok(AgentConfig {
+            kind,
+            command,
+            binary,
+            model,
+            args,
+            format,
+        })
     }
 
     fn agent_kind(&self, kind: &Spanned<String>) -> Result<AgentKind, Box<SourceError>> {
@@ -226,27 +302,12 @@ impl Ctx<'_> {
             .map(|kind| format!("`{kind}`"))
             .collect::<Vec<_>>()
             .join(", ");
-        if PLANNED_KINDS.contains(&name) {
-            let message = format!("agent kind `{name}` is not supported yet");
-            let help = format!(
-                "use `kind = \"command\"` with `command = [\"{name}\", …]` \
-                 to run it as a plain command"
-            );
-            return Err(self.error(kind.span(), message).with_help(help).into());
-        }
         Err(self
             .error(
                 kind.span(),
                 format!("unknown agent kind `{name}`, expected one of {valid}"),
             )
-            .with_help(format!(
-                "valid kinds: {valid}; planned: {}",
-                PLANNED_KINDS
-                    .iter()
-                    .map(|kind| format!("`{kind}`"))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ))
+            .with_help(format!("valid kinds: {valid}"))
             .into())
     }
 
@@ -283,12 +344,21 @@ impl Ctx<'_> {
         Ok(raw.into_inner())
     }
 
-    fn limits(&self, raw: Option<RawLimits>) -> Result<Limits, Box<SourceError>> {
-        let raw = raw.unwrap_or(RawLimits {
-            max_iterations: None,
-            max_attempts: None,
-        });
-        Ok(Limits {
+    fn limits(
+        &self,
+        raw: Option<RawLimits>,
+    ) -> Result<(Limits, SessionLimits, BudgetLimits), Box<SourceError>> {
+        let Some(raw) = raw else {
+            return Ok((
+                Limits {
+                    max_iterations: DEFAULT_MAX_ITERATIONS,
+                    max_attempts: DEFAULT_MAX_ATTEMPTS,
+                },
+                SessionLimits::default(),
+                BudgetLimits::default(),
+            ));
+        };
+        let limits = Limits {
             max_iterations: self.at_least_one(
                 raw.max_iterations,
                 "max_iterations",
@@ -299,7 +369,120 @@ impl Ctx<'_> {
                 "max_attempts",
                 DEFAULT_MAX_ATTEMPTS,
             )?,
-        })
+        };
+        let defaults = SessionLimits::default();
+        let session = SessionLimits {
+            timeout: self.duration(raw.session_timeout, "session_timeout", defaults.timeout)?,
+            stall_grace: self.duration(raw.stall_grace, "stall_grace", defaults.stall_grace)?,
+            stall_nudges: raw
+                .stall_nudges
+                .map_or(defaults.stall_nudges, Spanned::into_inner),
+            kill_grace: self.duration(raw.kill_grace, "kill_grace", defaults.kill_grace)?,
+        };
+        let d = BudgetLimits::default();
+        let budget = BudgetLimits {
+            session_tokens: self.positive(raw.session_tokens, "session_tokens")?,
+            session_turns: self.positive(raw.session_turns, "session_turns")?,
+            session_usd: self.positive_f64(raw.session_usd, "session_usd")?,
+            item_tokens: self.positive(raw.item_tokens, "item_tokens")?,
+            run_tokens: self.positive(raw.run_tokens, "run_tokens")?,
+            run_usd: self.positive_f64(raw.run_usd, "run_usd")?,
+            mode: match raw.budget_mode {
+                None => d.mode,
+                Some(m) => match m.get_ref().as_str() {
+                    "enforce" => BudgetMode::Enforce,
+                    "warn" => BudgetMode::Warn,
+                    other => {
+                        return Err(self
+                            .error(m.span(), format!("unknown `budget_mode` `{other}` in [limits]"))
+                            .with_help("expected `\"enforce\"` (end the session) or `\"warn\"` (journal and alert only)")
+                            .into());
+                    }
+                },
+            },
+            soft: match raw.budget_soft {
+                None => d.soft,
+                Some(v) if *v.get_ref() > 0.0 && *v.get_ref() < 1.0 => v.into_inner(),
+                Some(v) => {
+                    return Err(self
+                        .error(
+                            v.span(),
+                            "`budget_soft` in [limits] must be between 0 and 1",
+                        )
+                        .with_help(
+                            "the share of a hard limit at which a wrap-up is asked, e.g. 0.8",
+                        )
+                        .into());
+                }
+            },
+            cache_read_weight: match raw.cache_read_weight {
+                None => d.cache_read_weight,
+                Some(v) if (0.0..=1.0).contains(v.get_ref()) => v.into_inner(),
+                Some(v) => {
+                    return Err(self
+                        .error(
+                            v.span(),
+                            "`cache_read_weight` in [limits] must be between 0 and 1",
+                        )
+                        .into());
+                }
+            },
+            rate_limit_max_wait: self.duration(
+                raw.rate_limit_max_wait,
+                "rate_limit_max_wait",
+                d.rate_limit_max_wait,
+            )?,
+        };
+        Ok((limits, session, budget))
+    }
+
+    fn duration(
+        &self,
+        raw: Option<Spanned<String>>,
+        key: &str,
+        default: std::time::Duration,
+    ) -> Result<std::time::Duration, Box<SourceError>> {
+        match raw {
+            None => Ok(default),
+            Some(value) => parse_duration(value.get_ref()).map_err(|reason| {
+                self.error(
+                    value.span(),
+                    format!("invalid `{key}` in [limits]: {reason}"),
+                )
+                .into()
+            }),
+        }
+    }
+
+    fn positive<T: PartialEq + Default>(
+        &self,
+        raw: Option<Spanned<T>>,
+        key: &str,
+    ) -> Result<Option<T>, Box<SourceError>> {
+        match raw {
+            Some(v) if *v.get_ref() == T::default() => Err(self
+                .error(v.span(), format!("`{key}` in [limits] must be more than 0"))
+                .with_help("remove the key for no limit")
+                .into()),
+            other => Ok(other.map(Spanned::into_inner)),
+        }
+    }
+
+    fn positive_f64(
+        &self,
+        raw: Option<Spanned<f64>>,
+        key: &str,
+    ) -> Result<Option<f64>, Box<SourceError>> {
+        match raw {
+            Some(v) if !(*v.get_ref() > 0.0 && v.get_ref().is_finite()) => Err(self
+                .error(
+                    v.span(),
+                    format!("`{key}` in [limits] must be a positive number"),
+                )
+                .with_help("remove the key for no limit")
+                .into()),
+            other => Ok(other.map(Spanned::into_inner)),
+        }
     }
 
     fn at_least_one(

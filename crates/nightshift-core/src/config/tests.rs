@@ -67,6 +67,10 @@ fn full_example_parses_with_its_values() -> TestResult {
             agent: AgentConfig {
                 kind: AgentKind::Command,
                 command: vec!["sh".into(), "agent.sh".into()],
+                binary: None,
+                model: None,
+                args: Vec::new(),
+                format: OutputFormat::Text,
             },
             check: CheckConfig {
                 command: Some("sh check.sh".into()),
@@ -76,6 +80,8 @@ fn full_example_parses_with_its_values() -> TestResult {
                 max_iterations: 5,
                 max_attempts: 4,
             },
+            session: SessionLimits::default(),
+            budget: BudgetLimits::default(),
             integrate: IntegrateConfig {
                 target: Some("main".into()),
             },
@@ -268,10 +274,10 @@ fn unknown_top_level_key() {
 #[test]
 fn unknown_agent_key() {
     assert_error(
-        "[agent]\ncommand = [\"a\"]\nargs = []\n",
+        "[agent]\ncommand = [\"a\"]\nargz = []\n",
         (3, 1),
-        "args",
-        "unknown field `args`, expected `kind` or `command`",
+        "argz",
+        "unknown field `argz`, expected one of `kind`, `command`, `binary`, `model`, `args`, `format`",
         "nightshift init",
     );
 }
@@ -301,7 +307,7 @@ fn unknown_limits_key() {
         &format!("{HEAD}[limits]\n  max_iteration = 2\n"),
         (6, 3),
         "max_iteration",
-        "unknown field `max_iteration`, expected `max_iterations` or `max_attempts`",
+        "unknown field `max_iteration`, expected one of `max_iterations`, `max_attempts`, `session_timeout`, `stall_grace`, `stall_nudges`, `kill_grace`, `session_tokens`, `session_turns`, `session_usd`, `item_tokens`, `run_tokens`, `run_usd`, `budget_mode`, `budget_soft`, `cache_read_weight`, `rate_limit_max_wait`",
         "nightshift init",
     );
 }
@@ -611,16 +617,86 @@ fn agent_problems() {
 }
 
 #[test]
-fn planned_agent_kinds_are_not_supported_yet() {
+fn cli_agent_kinds_take_binary_model_and_args_not_command() -> TestResult {
     for kind in ["claude", "codex", "gemini", "aider"] {
+        let source = format!(
+            "[agent]\nkind = \"{kind}\"\nbinary = \"/opt/{kind}\"\nmodel = \"m\"\nargs = [\"--x\"]\n[check]\ncommand = \"true\"\n[[item]]\nid = \"a\"\nprompt = \"p\"\n"
+        );
+        let config = parse(&source, FILE_NAME)?;
+        assert_eq!(config.agent.kind.as_str(), kind);
+        assert_eq!(
+            config.agent.binary.as_deref(),
+            Some(format!("/opt/{kind}").as_str())
+        );
+        assert_eq!(config.agent.model.as_deref(), Some("m"));
+        assert_eq!(config.agent.args, ["--x"]);
+        assert!(config.agent.command.is_empty());
         assert_error(
             &format!("[agent]\nkind = \"{kind}\"\ncommand = [\"a\"]\n"),
-            (2, 8),
-            &format!("\"{kind}\""),
-            &format!("agent kind `{kind}` is not supported yet"),
-            "use `kind = \"command\"`",
+            (3, 11),
+            "[\"a\"]",
+            &format!("`command` is for `kind = \"command\"`, not `{kind}`"),
+            "binary = ",
         );
     }
+    Ok(())
+}
+
+#[test]
+fn session_and_budget_limits_parse_and_are_checked() -> TestResult {
+    let source = format!(
+        "{HEAD}[limits]\nsession_timeout = \"45m\"\nstall_grace = \"2m\"\nstall_nudges = 1\nkill_grace = \"3s\"\nsession_tokens = 1000\nsession_turns = 20\nsession_usd = 1.5\nitem_tokens = 5000\nrun_tokens = 90000\nrun_usd = 12.0\nbudget_mode = \"warn\"\nbudget_soft = 0.5\ncache_read_weight = 0.2\n[[item]]\nid = \"a\"\nprompt = \"p\"\n"
+    );
+    let config = parse(&source, FILE_NAME)?;
+    assert_eq!(config.session.timeout, Duration::from_secs(45 * 60));
+    assert_eq!(config.session.stall_grace, Duration::from_secs(120));
+    assert_eq!(config.session.stall_nudges, 1);
+    assert_eq!(config.session.kill_grace, Duration::from_secs(3));
+    assert_eq!(config.budget.session_tokens, Some(1000));
+    assert_eq!(config.budget.session_turns, Some(20));
+    assert_eq!(config.budget.session_usd, Some(1.5));
+    assert_eq!(config.budget.item_tokens, Some(5000));
+    assert_eq!(config.budget.run_tokens, Some(90000));
+    assert_eq!(config.budget.run_usd, Some(12.0));
+    assert_eq!(config.budget.mode, BudgetMode::Warn);
+    assert_eq!(config.budget.soft, 0.5);
+    assert_eq!(config.budget.cache_read_weight, 0.2);
+    let defaults = parse(
+        &format!("{HEAD}[[item]]\nid = \"a\"\nprompt = \"p\"\n"),
+        FILE_NAME,
+    )?;
+    assert_eq!(defaults.session, SessionLimits::default());
+    assert_eq!(defaults.budget, BudgetLimits::default());
+    assert_eq!(defaults.budget.mode, BudgetMode::Enforce);
+    assert_error(
+        &format!("{HEAD}[limits]\nsession_tokens = 0\n"),
+        (6, 18),
+        "0",
+        "`session_tokens` in [limits] must be more than 0",
+        "no limit",
+    );
+    assert_error(
+        &format!("{HEAD}[limits]\nrun_usd = -1.0\n"),
+        (6, 11),
+        "-1.0",
+        "`run_usd` in [limits] must be a positive number",
+        "no limit",
+    );
+    assert_error(
+        &format!("{HEAD}[limits]\nbudget_mode = \"maybe\"\n"),
+        (6, 15),
+        "\"maybe\"",
+        "unknown `budget_mode` `maybe` in [limits]",
+        "enforce",
+    );
+    assert_error(
+        &format!("{HEAD}[limits]\nstall_grace = \"soon\"\n"),
+        (6, 15),
+        "\"soon\"",
+        "invalid `stall_grace` in [limits]",
+        "",
+    );
+    Ok(())
 }
 
 #[test]
@@ -629,8 +705,8 @@ fn unknown_agent_kind_lists_the_valid_ones() {
         "[agent]\nkind = \"robot\"\ncommand = [\"a\"]\n",
         (2, 8),
         "\"robot\"",
-        "unknown agent kind `robot`, expected one of `command`",
-        "valid kinds: `command`",
+        "unknown agent kind `robot`, expected one of `command`, `claude`, `codex`, `gemini`, `aider`",
+        "valid kinds: `command`, `claude`, `codex`, `gemini`, `aider`",
     );
 }
 
