@@ -7,6 +7,8 @@
 
 use serde_json::{Value, json};
 
+use crate::clock::Civil;
+
 /// What an `emit claude` step prints. Token counts and cost are session totals.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ClaudeEmit {
@@ -107,24 +109,7 @@ impl ClaudeEmit {
         let turns = self.turns.max(1);
         let sid = session.session_id.as_str();
         let mut lines = Vec::new();
-        lines.push(json!({
-            "type": "system",
-            "subtype": "init",
-            "cwd": session.cwd,
-            "session_id": sid,
-            "tools": TOOLS,
-            "mcp_servers": [],
-            "model": self.model,
-            "permissionMode": "bypassPermissions",
-            "slash_commands": [],
-            "apiKeySource": "none",
-            "claude_code_version": "2.1.x-fake",
-            "output_style": "default",
-            "agents": [],
-            "skills": [],
-            "plugins": [],
-            "uuid": fake_uuid(&[sid, "init"]),
-        }));
+        lines.push(init_line(session, &self.model));
         for turn in 1..=turns {
             let last = turn == turns;
             let share = |total: u64| {
@@ -198,6 +183,160 @@ fn usage(input: u64, output: u64, cache_read: u64, cache_write: u64) -> Value {
     })
 }
 
+/// The first line of every session: `system/init`.
+pub fn init_line(session: &SessionInfo, model: &str) -> Value {
+    let sid = session.session_id.as_str();
+    json!({
+        "type": "system",
+        "subtype": "init",
+        "cwd": session.cwd,
+        "session_id": sid,
+        "tools": TOOLS,
+        "mcp_servers": [],
+        "model": model,
+        "permissionMode": "bypassPermissions",
+        "slash_commands": [],
+        "apiKeySource": "none",
+        "claude_code_version": "2.1.x-fake",
+        "output_style": "default",
+        "agents": [],
+        "skills": [],
+        "plugins": [],
+        "uuid": fake_uuid(&[sid, "init"]),
+    })
+}
+
+/// The model a `busy` session claims.
+pub const BUSY_MODEL: &str = "claude-sonnet-4-5";
+
+/// Turn `turn` (1-based) of a `busy` session: one `assistant` line with its own `message.id`
+/// (`msg_fake_busy_<turn>`, distinct from `emit claude`'s ids) and this turn's usage.
+pub fn busy_line(session: &SessionInfo, turn: u64, input: u64, output: u64) -> Value {
+    let sid = session.session_id.as_str();
+    let turn_label = turn.to_string();
+    json!({
+        "type": "assistant",
+        "message": {
+            "id": format!("msg_fake_busy_{turn}"),
+            "type": "message",
+            "role": "assistant",
+            "model": BUSY_MODEL,
+            "content": [{
+                "type": "text",
+                "text": format!("(fake-agent) still working, turn {turn}"),
+            }],
+            "stop_reason": null,
+            "stop_sequence": null,
+            "usage": usage(input, output, 0, 0),
+        },
+        "parent_tool_use_id": null,
+        "session_id": sid,
+        "uuid": fake_uuid(&[sid, "busy", &turn_label]),
+    })
+}
+
+/// A reset further away than this is a weekly limit (printed with its date).
+const SESSION_WINDOW_S: u64 = 5 * 3600;
+
+/// How Claude Code ends at a subscription limit: a `rate_limit_event` with status `rejected`
+/// and `resetsAt`, then a `result` with subtype `success` but `is_error: true`,
+/// `api_error_status: 429` and the text `You've hit your session limit · resets 4pm (UTC)`
+/// (or `… weekly limit · resets Jan 12, 10:59am (UTC)` when the reset is more than five hours
+/// away). `now` is the current epoch, used only to choose between the two.
+pub fn usage_limit(session: &SessionInfo, resets_at: u64, now: u64) -> Vec<Value> {
+    let sid = session.session_id.as_str();
+    let at = Civil::from_epoch(resets_at);
+    let (kind, text) = if resets_at.saturating_sub(now) <= SESSION_WINDOW_S {
+        (
+            "five_hour",
+            format!(
+                "You've hit your session limit \u{b7} resets {} (UTC)",
+                at.claude_clock()
+            ),
+        )
+    } else {
+        (
+            "seven_day",
+            format!(
+                "You've hit your weekly limit \u{b7} resets {} {}, {} (UTC)",
+                at.month_abbrev(),
+                at.day,
+                at.claude_clock()
+            ),
+        )
+    };
+    vec![
+        json!({
+            "type": "rate_limit_event",
+            "rate_limit_info": {
+                "status": "rejected",
+                "resetsAt": resets_at,
+                "rateLimitType": kind,
+                "overageStatus": "rejected",
+                "overageDisabledReason": "org_level_disabled",
+                "isUsingOverage": false,
+            },
+            "uuid": fake_uuid(&[sid, "rate_limit_event"]),
+            "session_id": sid,
+        }),
+        json!({
+            "type": "result",
+            "subtype": "success",
+            "is_error": true,
+            "api_error_status": 429,
+            "duration_ms": session.duration_ms,
+            "duration_api_ms": 0,
+            "num_turns": 1,
+            "result": text,
+            "stop_reason": "stop_sequence",
+            "session_id": sid,
+            "total_cost_usd": 0.0,
+            "usage": usage(0, 0, 0, 0),
+            "modelUsage": {},
+            "permission_denials": [],
+            "uuid": fake_uuid(&[sid, "result"]),
+        }),
+    ]
+}
+
+/// Three lines a lenient reader must survive (`emit-malformed`):
+///
+/// 1. plain text that is not JSON;
+/// 2. valid JSON with an unknown `type` (`fake_unknown_event`);
+/// 3. an `assistant` object with a complete `rate_limit_event` object glued into the middle of
+///    its text, as Claude Code 2.1.74 wrote it (anthropics/claude-code#49640): the line is not
+///    valid JSON. (The CLI's glued line also broke in two at the event's own newline; here the
+///    whole thing stays on one line.)
+pub fn malformed(session: &SessionInfo) -> [String; 3] {
+    let sid = session.session_id.as_str();
+    let unknown = json!({
+        "type": "fake_unknown_event",
+        "subtype": "from_a_newer_cli",
+        "session_id": sid,
+        "detail": "an event type this reader has never seen",
+    });
+    // Built by hand so that `type` comes first, as the CLI writes it (and as a reader that
+    // sniffs the start of a line would see it).
+    let quoted_sid = Value::from(sid).to_string();
+    let rate_limit = format!(
+        "{{\"type\":\"rate_limit_event\",\"rate_limit_info\":{{\"status\":\"allowed\",\
+         \"resetsAt\":1790016000,\"rateLimitType\":\"five_hour\",\"isUsingOverage\":false}},\
+         \"session_id\":{quoted_sid}}}"
+    );
+    let glued = format!(
+        "{{\"type\":\"assistant\",\"message\":{{\"id\":\"msg_fake_malformed\",\"type\":\"message\",\
+         \"role\":\"assistant\",\"model\":\"{BUSY_MODEL}\",\"content\":[{{\"type\":\"text\",\
+         \"text\":\"Running the test suite{rate_limit} once more.\"}}],\"stop_reason\":\"end_turn\",\
+         \"usage\":{{\"input_tokens\":1,\"output_tokens\":1}}}},\"parent_tool_use_id\":null,\
+         \"session_id\":{quoted_sid}}}"
+    );
+    [
+        "fake-agent: this line is not JSON (a stray diagnostic on stdout)".to_owned(),
+        unknown.to_string(),
+        glued,
+    ]
+}
+
 /// A session id, deterministic from the item, attempt and iteration (uuid-shaped).
 pub fn session_id(item: Option<&str>, attempt: u64, iteration: u64) -> String {
     let attempt = attempt.to_string();
@@ -207,7 +346,7 @@ pub fn session_id(item: Option<&str>, attempt: u64, iteration: u64) -> String {
 
 /// A version-4-shaped uuid derived from `parts` (FNV-1a plus a mixer: stable across platforms
 /// and Rust releases, unlike `DefaultHasher`).
-fn fake_uuid(parts: &[&str]) -> String {
+pub(crate) fn fake_uuid(parts: &[&str]) -> String {
     let high = fnv1a(0xcbf2_9ce4_8422_2325, parts);
     let low = fnv1a(0x6c62_272e_07bb_0142, parts);
     format!(

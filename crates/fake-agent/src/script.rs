@@ -8,6 +8,8 @@ use std::path::{Component, Path, PathBuf};
 use std::time::Duration;
 
 use crate::claude::ClaudeEmit;
+use crate::codex::CodexEmit;
+use crate::gemini::GeminiEmit;
 
 /// A parsed script, ready for [`crate::execute`].
 #[derive(Debug, Clone, PartialEq)]
@@ -23,8 +25,8 @@ pub struct Script {
 pub struct Statement {
     /// 1-based line number of the step's command line.
     pub line: usize,
-    /// The condition of the enclosing `when` block; `None` means the step always runs.
-    pub guard: Option<Condition>,
+    /// The enclosing `when` block; `None` means the step always runs.
+    pub guard: Option<Guard>,
     /// What the step does.
     pub step: Step,
 }
@@ -59,6 +61,69 @@ pub enum Step {
     Sleep(Duration),
     /// `exit N`: stop with this exit code.
     Exit(i32),
+    /// `touch PATH`: create the file (and its parents) if missing and set its mtime to now;
+    /// PATH may be anywhere, like `record`.
+    Touch { path: PathBuf },
+    /// `go-silent DURATION|forever`: print nothing and do nothing (blocked in sleep).
+    GoSilent(Span),
+    /// `busy DURATION|forever usage-per-turn=N interval=DURATION …`: a session that keeps
+    /// reporting usage and never finishes.
+    Busy(Busy),
+    /// `spawn-orphan PATH [interval=DURATION]`: leak a grandchild in its own session that keeps
+    /// appending to PATH (anywhere, like `record`) until killed.
+    SpawnOrphan { path: PathBuf, interval: Duration },
+    /// `ignore-sigterm`: from here on SIGTERM is ignored.
+    IgnoreSigterm,
+    /// `crash`: die by SIGABRT.
+    Crash,
+    /// `usage-limit resets=EPOCH|in=DURATION [format=…]`: end as the CLI does at a usage
+    /// limit, with exit code 1.
+    UsageLimit { resets: Resets, format: WireFormat },
+    /// `emit-malformed`: three lines a lenient reader must skip.
+    EmitMalformed,
+}
+
+/// How long a `go-silent` or `busy` step lasts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Span {
+    /// This long, then the script goes on.
+    For(Duration),
+    /// Until the process is killed.
+    Forever,
+}
+
+/// The agent wire format of a `busy` or `usage-limit` step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum WireFormat {
+    /// Claude Code stream-json.
+    #[default]
+    Claude,
+    /// Codex `exec --json`.
+    Codex,
+}
+
+/// A `busy` step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Busy {
+    /// How long it keeps printing.
+    pub span: Span,
+    /// Input tokens reported by each turn.
+    pub usage_per_turn: u64,
+    /// Output tokens reported by each turn.
+    pub output_per_turn: u64,
+    /// Time between turns (more than zero).
+    pub interval: Duration,
+    /// What the turns look like.
+    pub format: WireFormat,
+}
+
+/// When a usage limit resets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Resets {
+    /// `resets=EPOCH_SECONDS`.
+    At(u64),
+    /// `in=DURATION`, from the moment the step runs.
+    In(Duration),
 }
 
 /// A wire-format transcript to print.
@@ -66,17 +131,39 @@ pub enum Step {
 pub enum Emit {
     /// Claude Code `--output-format stream-json --verbose`.
     Claude(ClaudeEmit),
+    /// Codex `exec --json`.
+    Codex(CodexEmit),
+    /// Gemini CLI `--output-format stream-json`.
+    Gemini(GeminiEmit),
 }
 
-/// A `when` condition: `VAR OP NUMBER`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Condition {
-    /// The variable tested.
-    pub var: Var,
-    /// The comparison.
-    pub op: Op,
-    /// The number compared against.
-    pub value: u64,
+/// A `when` block: its condition and where it starts. The interpreter evaluates the condition
+/// once, when it reaches the block's first step, so steps inside the block (such as `touch`)
+/// cannot change whether the rest of the block runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Guard {
+    /// 1-based line number of the `when` line (identifies the block).
+    pub line: usize,
+    /// What must hold for the block to run.
+    pub condition: Condition,
+}
+
+/// A `when` condition.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Condition {
+    /// `VAR OP NUMBER`.
+    Compare {
+        /// The variable tested.
+        var: Var,
+        /// The comparison.
+        op: Op,
+        /// The number compared against.
+        value: u64,
+    },
+    /// `file-exists PATH`: PATH (relative to the cwd, or absolute) exists.
+    FileExists(PathBuf),
+    /// `file-missing PATH`: PATH (relative to the cwd, or absolute) does not exist.
+    FileMissing(PathBuf),
 }
 
 /// A variable a condition can test.
@@ -106,17 +193,24 @@ pub enum Op {
 }
 
 impl Condition {
-    /// Whether the condition holds, given the value of each variable.
-    pub fn holds(&self, value_of: impl Fn(Var) -> u64) -> bool {
-        let left = value_of(self.var);
-        let right = self.value;
-        match self.op {
-            Op::Eq => left == right,
-            Op::Ne => left != right,
-            Op::Ge => left >= right,
-            Op::Le => left <= right,
-            Op::Gt => left > right,
-            Op::Lt => left < right,
+    /// Whether the condition holds, given the value of each variable and the directory that
+    /// relative paths resolve against.
+    pub fn holds(&self, value_of: impl Fn(Var) -> u64, cwd: &Path) -> bool {
+        match self {
+            Self::Compare { var, op, value } => {
+                let left = value_of(*var);
+                let right = *value;
+                match op {
+                    Op::Eq => left == right,
+                    Op::Ne => left != right,
+                    Op::Ge => left >= right,
+                    Op::Le => left <= right,
+                    Op::Gt => left > right,
+                    Op::Lt => left < right,
+                }
+            }
+            Self::FileExists(path) => cwd.join(path).exists(),
+            Self::FileMissing(path) => !cwd.join(path).exists(),
         }
     }
 }
@@ -184,7 +278,8 @@ pub struct ParseError {
 }
 
 const COMMANDS: &str = "write, append, replace, delete, mkdir, print, stderr, emit, record, \
-                        sleep, exit, when, always";
+                        sleep, exit, touch, go-silent, busy, spawn-orphan, ignore-sigterm, crash, \
+                        usage-limit, emit-malformed, when, always";
 
 /// Parses a whole script. `name` is used in error messages.
 pub fn parse(name: &str, text: &str) -> Result<Script, ParseError> {
@@ -211,14 +306,23 @@ pub fn parse(name: &str, text: &str) -> Result<Script, ParseError> {
             )));
         }
         match keyword.text.as_str() {
-            "when" => guard = Some(parse_condition(args).map_err(at)?),
+            "when" => {
+                guard = Some(Guard {
+                    line,
+                    condition: parse_condition(args).map_err(at)?,
+                });
+            }
             "always" => {
                 no_args("always", args).map_err(at)?;
                 guard = None;
             }
             command => {
                 let step = parse_step(command, args, &mut lines).map_err(at)?;
-                statements.push(Statement { line, guard, step });
+                statements.push(Statement {
+                    line,
+                    guard: guard.clone(),
+                    step,
+                });
             }
         }
     }
@@ -306,11 +410,10 @@ fn parse_step(command: &str, args: &[Token], lines: &mut Lines<'_>) -> Result<St
                 path: PathBuf::from(path),
             })
         }
-        "sleep" => Ok(Step::Sleep(parse_duration(one_arg(
+        "sleep" => Ok(Step::Sleep(parse_duration(
             command,
-            "a duration such as 200ms, 2s or 1m",
-            args,
-        )?)?)),
+            one_arg(command, "a duration such as 200ms, 2s, 1m or 1h", args)?,
+        )?)),
         "exit" => {
             let raw = one_arg(command, "an exit code (0-255)", args)?;
             match raw.parse::<u8>() {
@@ -320,10 +423,145 @@ fn parse_step(command: &str, args: &[Token], lines: &mut Lines<'_>) -> Result<St
                 )),
             }
         }
+        "touch" => Ok(Step::Touch {
+            path: any_path(command, one_arg(command, "a path", args)?)?,
+        }),
+        "go-silent" => Ok(Step::GoSilent(parse_span(
+            command,
+            one_arg(command, "a duration (e.g. 30s) or `forever`", args)?,
+        )?)),
+        "busy" => parse_busy(args),
+        "spawn-orphan" => parse_spawn_orphan(args),
+        "ignore-sigterm" => no_args(command, args).map(|()| Step::IgnoreSigterm),
+        "crash" => no_args(command, args).map(|()| Step::Crash),
+        "usage-limit" => parse_usage_limit(args),
+        "emit-malformed" => no_args(command, args).map(|()| Step::EmitMalformed),
         other => Err(format!(
             "unknown command `{other}` (expected one of: {COMMANDS})"
         )),
     }
+}
+
+/// A path that may be anywhere (relative to the cwd, or absolute); only emptiness is an error.
+fn any_path(command: &str, raw: &str) -> Result<PathBuf, String> {
+    if raw.is_empty() {
+        return Err(format!("`{command}`: empty path"));
+    }
+    Ok(PathBuf::from(raw))
+}
+
+/// `KEY=VALUE` tokens, in order.
+fn key_values<'t>(command: &str, tokens: &'t [Token]) -> Result<Vec<(&'t str, &'t str)>, String> {
+    tokens
+        .iter()
+        .map(|token| {
+            token
+                .text
+                .split_once('=')
+                .ok_or_else(|| format!("`{command}`: expected key=value, found `{}`", token.text))
+        })
+        .collect()
+}
+
+fn parse_wire_format(command: &str, value: &str) -> Result<WireFormat, String> {
+    match value {
+        "claude" => Ok(WireFormat::Claude),
+        "codex" => Ok(WireFormat::Codex),
+        other => Err(format!(
+            "`{command}`: unknown format `{other}` (expected claude or codex)"
+        )),
+    }
+}
+
+fn parse_busy(args: &[Token]) -> Result<Step, String> {
+    const USAGE: &str = "expected `busy DURATION|forever usage-per-turn=N interval=DURATION \
+                         [output-per-turn=N] [format=claude|codex]`";
+    let Some((span, pairs)) = args.split_first() else {
+        return Err(format!("`busy`: {USAGE}"));
+    };
+    let span = parse_span("busy", &span.text)?;
+    let count = |key: &str, value: &str| {
+        value
+            .parse::<u64>()
+            .map_err(|_| format!("`busy`: `{key}` must be a non-negative integer, got `{value}`"))
+    };
+    let (mut usage_per_turn, mut output_per_turn, mut interval) = (None, 0, None);
+    let mut format = WireFormat::default();
+    for (key, value) in key_values("busy", pairs)? {
+        match key {
+            "usage-per-turn" => usage_per_turn = Some(count(key, value)?),
+            "output-per-turn" => output_per_turn = count(key, value)?,
+            "interval" => interval = Some(positive_duration("busy", key, value)?),
+            "format" => format = parse_wire_format("busy", value)?,
+            other => {
+                return Err(format!(
+                    "`busy`: unknown key `{other}` (expected usage-per-turn, interval, \
+                     output-per-turn, format)"
+                ));
+            }
+        }
+    }
+    let missing = |key: &str| format!("`busy`: missing `{key}=…`; {USAGE}");
+    Ok(Step::Busy(Busy {
+        span,
+        usage_per_turn: usage_per_turn.ok_or_else(|| missing("usage-per-turn"))?,
+        output_per_turn,
+        interval: interval.ok_or_else(|| missing("interval"))?,
+        format,
+    }))
+}
+
+/// The default pause between an orphan's writes.
+pub const ORPHAN_INTERVAL: Duration = Duration::from_millis(100);
+
+fn parse_spawn_orphan(args: &[Token]) -> Result<Step, String> {
+    let Some((path, pairs)) = args.split_first() else {
+        return Err("`spawn-orphan`: expected `spawn-orphan PATH [interval=DURATION]`".to_owned());
+    };
+    let path = any_path("spawn-orphan", &path.text)?;
+    let mut interval = ORPHAN_INTERVAL;
+    for (key, value) in key_values("spawn-orphan", pairs)? {
+        match key {
+            "interval" => interval = positive_duration("spawn-orphan", key, value)?,
+            other => {
+                return Err(format!(
+                    "`spawn-orphan`: unknown key `{other}` (expected interval)"
+                ));
+            }
+        }
+    }
+    Ok(Step::SpawnOrphan { path, interval })
+}
+
+fn parse_usage_limit(args: &[Token]) -> Result<Step, String> {
+    const USAGE: &str =
+        "expected `usage-limit resets=EPOCH_SECONDS|in=DURATION [format=claude|codex]`";
+    let mut resets = None;
+    let mut format = WireFormat::default();
+    for (key, value) in key_values("usage-limit", args)? {
+        let when = match key {
+            "resets" => Resets::At(value.parse::<u64>().map_err(|_| {
+                format!("`usage-limit`: `resets` must be epoch seconds, got `{value}`")
+            })?),
+            "in" => Resets::In(parse_duration("usage-limit", value)?),
+            "format" => {
+                format = parse_wire_format("usage-limit", value)?;
+                continue;
+            }
+            other => {
+                return Err(format!(
+                    "`usage-limit`: unknown key `{other}` (expected resets, in, format)"
+                ));
+            }
+        };
+        if resets.replace(when).is_some() {
+            return Err(format!(
+                "`usage-limit`: give exactly one of `resets=` and `in=`; {USAGE}"
+            ));
+        }
+    }
+    let resets = resets.ok_or_else(|| format!("`usage-limit`: {USAGE}"))?;
+    Ok(Step::UsageLimit { resets, format })
 }
 
 /// `PATH <<TERM` (content from the following lines) or `PATH "text"`.
@@ -353,36 +591,66 @@ fn parse_content(
 
 fn parse_emit(args: &[Token]) -> Result<Step, String> {
     let Some((format, pairs)) = args.split_first() else {
-        return Err("`emit` expects a format (`claude`) and then key=value pairs".to_owned());
+        return Err(
+            "`emit` expects a format (`claude`, `codex` or `gemini`) and then key=value pairs"
+                .to_owned(),
+        );
     };
-    match format.text.as_str() {
+    let emit = match format.text.as_str() {
         "claude" => {
             let mut emit = ClaudeEmit::default();
-            for pair in pairs {
-                let Some((key, value)) = pair.text.split_once('=') else {
-                    return Err(format!(
-                        "`emit claude`: expected key=value, found `{}`",
-                        pair.text
-                    ));
-                };
+            for (key, value) in key_values("emit claude", pairs)? {
                 emit.set(key, value)?;
             }
-            Ok(Step::Emit(Emit::Claude(emit)))
+            Emit::Claude(emit)
         }
-        other => Err(format!(
-            "`emit`: unknown format `{other}` (expected: claude)"
-        )),
-    }
+        "codex" => {
+            let mut emit = CodexEmit::default();
+            for (key, value) in key_values("emit codex", pairs)? {
+                emit.set(key, value)?;
+            }
+            emit.validate()?;
+            Emit::Codex(emit)
+        }
+        "gemini" => {
+            let mut emit = GeminiEmit::default();
+            for (key, value) in key_values("emit gemini", pairs)? {
+                emit.set(key, value)?;
+            }
+            emit.validate()?;
+            Emit::Gemini(emit)
+        }
+        other => {
+            return Err(format!(
+                "`emit`: unknown format `{other}` (expected: claude, codex, gemini)"
+            ));
+        }
+    };
+    Ok(Step::Emit(emit))
 }
 
 fn parse_condition(args: &[Token]) -> Result<Condition, String> {
+    if let Some((first, rest)) = args.split_first()
+        && !first.starts_quoted
+        && let Some(make) = match first.text.as_str() {
+            "file-exists" => Some(Condition::FileExists as fn(PathBuf) -> Condition),
+            "file-missing" => Some(Condition::FileMissing as fn(PathBuf) -> Condition),
+            _ => None,
+        }
+    {
+        let command = format!("when {}", first.text);
+        let path = one_arg(&command, "a path", rest)?;
+        return Ok(make(any_path(&command, path)?));
+    }
     // Tokens are glued back together so `iteration>=2` and `iteration >= 2` both work.
     let text: String = args.iter().map(|token| token.text.as_str()).collect();
     let usage = "expected `when VARIABLE OP NUMBER`, e.g. `when iteration >= 2` \
                  (variables: iteration, attempt; operators: == != >= <= > <)";
-    let name_end = text
-        .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
-        .unwrap_or(text.len());
+    // The name ends within the first word (`iteration>=2`), so `when foo bar` names `foo`.
+    let first = args.first().map_or("", |token| token.text.as_str());
+    let name_end = first
+        .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '-'))
+        .unwrap_or(first.len());
     let (name, rest) = text.split_at(name_end);
     let var = match name {
         "iteration" => Var::Iteration,
@@ -390,7 +658,8 @@ fn parse_condition(args: &[Token]) -> Result<Condition, String> {
         "" => return Err(format!("`when`: {usage}")),
         other => {
             return Err(format!(
-                "`when`: unknown variable `{other}` (expected iteration or attempt)"
+                "`when`: unknown variable `{other}` (expected iteration or attempt, or \
+                 `when file-exists PATH` / `when file-missing PATH`)"
             ));
         }
     };
@@ -412,23 +681,47 @@ fn parse_condition(args: &[Token]) -> Result<Condition, String> {
     let value = number
         .parse::<u64>()
         .map_err(|_| format!("`when`: `{number}` is not a non-negative integer; {usage}"))?;
-    Ok(Condition { var, op, value })
+    Ok(Condition::Compare { var, op, value })
 }
 
-fn parse_duration(raw: &str) -> Result<Duration, String> {
-    let bad = || format!("`sleep`: bad duration `{raw}` (expected e.g. 200ms, 2s or 1m)");
+/// `200ms`, `2s`, `1m`, `1h`: a whole number and a unit.
+fn duration_value(raw: &str) -> Option<Duration> {
     let digits_end = raw.find(|c: char| !c.is_ascii_digit()).unwrap_or(raw.len());
     let (digits, unit) = raw.split_at(digits_end);
-    let amount = digits.parse::<u64>().map_err(|_| bad())?;
-    match unit {
-        "ms" => Ok(Duration::from_millis(amount)),
-        "s" => Ok(Duration::from_secs(amount)),
-        "m" => amount
-            .checked_mul(60)
-            .map(Duration::from_secs)
-            .ok_or_else(bad),
-        _ => Err(bad()),
+    let amount = digits.parse::<u64>().ok()?;
+    let seconds_per = match unit {
+        "ms" => return Some(Duration::from_millis(amount)),
+        "s" => 1,
+        "m" => 60,
+        "h" => 3600,
+        _ => return None,
+    };
+    amount.checked_mul(seconds_per).map(Duration::from_secs)
+}
+
+fn parse_duration(command: &str, raw: &str) -> Result<Duration, String> {
+    duration_value(raw).ok_or_else(|| {
+        format!("`{command}`: bad duration `{raw}` (expected e.g. 200ms, 2s, 1m or 1h)")
+    })
+}
+
+/// A duration or `forever`.
+fn parse_span(command: &str, raw: &str) -> Result<Span, String> {
+    if raw == "forever" {
+        return Ok(Span::Forever);
     }
+    duration_value(raw).map(Span::For).ok_or_else(|| {
+        format!("`{command}`: bad duration `{raw}` (expected e.g. 200ms, 2s, 1m, 1h or `forever`)")
+    })
+}
+
+/// The value of `key=DURATION`, which must be more than zero.
+fn positive_duration(command: &str, key: &str, raw: &str) -> Result<Duration, String> {
+    let duration = parse_duration(command, raw)?;
+    if duration.is_zero() {
+        return Err(format!("`{command}`: `{key}` must be more than zero"));
+    }
+    Ok(duration)
 }
 
 fn one_arg<'t>(command: &str, what: &str, args: &'t [Token]) -> Result<&'t str, String> {
@@ -723,9 +1016,9 @@ mod tests {
     fn emit_errors() {
         assert!(parse_err("emit\n").message.contains("expects a format"));
         assert!(
-            parse_err("emit codex\n")
+            parse_err("emit aider\n")
                 .message
-                .contains("unknown format `codex`")
+                .contains("unknown format `aider`")
         );
         assert!(
             parse_err("emit claude turns\n")
@@ -765,17 +1058,19 @@ mod tests {
     #[test]
     fn sleep_durations() {
         assert_eq!(
-            steps("sleep 200ms\nsleep 2s\nsleep 1m\n"),
+            steps("sleep 200ms\nsleep 2s\nsleep 1m\nsleep 1h\n"),
             vec![
                 Step::Sleep(Duration::from_millis(200)),
                 Step::Sleep(Duration::from_secs(2)),
                 Step::Sleep(Duration::from_secs(60)),
+                Step::Sleep(Duration::from_secs(3600)),
             ]
         );
         for bad in [
             "sleep 5\n",
             "sleep ms\n",
-            "sleep 1h\n",
+            "sleep 1d\n",
+            "sleep forever\n",
             "sleep 1.5s\n",
             "sleep\n",
         ] {
@@ -800,20 +1095,32 @@ mod tests {
         let statements = parse_ok(
             "print \"a\"\nwhen iteration >= 2\nprint \"b\"\nprint \"c\"\nwhen attempt==1\nprint \"d\"\nalways\nprint \"e\"\n",
         );
-        let guards: Vec<_> = statements.iter().map(|s| s.guard).collect();
-        let iteration_ge_2 = Some(Condition {
-            var: Var::Iteration,
-            op: Op::Ge,
-            value: 2,
+        let guards: Vec<_> = statements.iter().map(|s| s.guard.clone()).collect();
+        let iteration_ge_2 = Some(Guard {
+            line: 2,
+            condition: Condition::Compare {
+                var: Var::Iteration,
+                op: Op::Ge,
+                value: 2,
+            },
         });
-        let attempt_eq_1 = Some(Condition {
-            var: Var::Attempt,
-            op: Op::Eq,
-            value: 1,
+        let attempt_eq_1 = Some(Guard {
+            line: 5,
+            condition: Condition::Compare {
+                var: Var::Attempt,
+                op: Op::Eq,
+                value: 1,
+            },
         });
         assert_eq!(
             guards,
-            vec![None, iteration_ge_2, iteration_ge_2, attempt_eq_1, None]
+            vec![
+                None,
+                iteration_ge_2.clone(),
+                iteration_ge_2,
+                attempt_eq_1,
+                None
+            ]
         );
         let lines: Vec<_> = statements.iter().map(|s| s.line).collect();
         assert_eq!(lines, vec![1, 3, 4, 6, 8]);
@@ -831,15 +1138,21 @@ mod tests {
         ];
         for (symbol, op, expected) in cases {
             let statements = parse_ok(&format!("when attempt {symbol} 2\nprint \"x\"\n"));
-            let Some(condition) = statements[0].guard else {
+            let Some(Guard { condition, .. }) = &statements[0].guard else {
                 panic!("no guard for {symbol}");
             };
-            assert_eq!(condition.op, op, "{symbol}");
+            assert!(
+                matches!(condition, Condition::Compare { op: parsed, .. } if *parsed == op),
+                "{symbol}: {condition:?}"
+            );
             let actual = [1, 2, 3].map(|attempt| {
-                condition.holds(|var| match var {
-                    Var::Attempt => attempt,
-                    Var::Iteration => 99,
-                })
+                condition.holds(
+                    |var| match var {
+                        Var::Attempt => attempt,
+                        Var::Iteration => 99,
+                    },
+                    Path::new("/nonexistent"),
+                )
             });
             assert_eq!(actual, expected, "{symbol}");
         }
@@ -923,5 +1236,319 @@ mod tests {
                 Step::Print("x".into()),
             ]
         );
+    }
+
+    #[test]
+    fn go_silent_for_a_while_or_forever() {
+        assert_eq!(
+            steps("go-silent 30s\ngo-silent forever\ngo-silent 1h\n"),
+            vec![
+                Step::GoSilent(Span::For(Duration::from_secs(30))),
+                Step::GoSilent(Span::Forever),
+                Step::GoSilent(Span::For(Duration::from_secs(3600))),
+            ]
+        );
+        let error = parse_err("print \"x\"\ngo-silent\n");
+        assert_eq!(error.line, 2);
+        assert!(
+            error.message.contains("`go-silent` expects a duration"),
+            "{error}"
+        );
+        let error = parse_err("go-silent soon\n");
+        assert!(error.message.contains("bad duration `soon`"), "{error}");
+        assert!(error.message.contains("forever"), "{error}");
+        assert!(
+            parse_err("go-silent 1s 2s\n")
+                .message
+                .contains("got 2 arguments")
+        );
+    }
+
+    #[test]
+    fn busy_with_all_keys_and_defaults() {
+        assert_eq!(
+            steps(
+                "busy forever usage-per-turn=5000 interval=200ms\n\
+                 busy 2m interval=1s usage-per-turn=0 output-per-turn=7 format=codex\n"
+            ),
+            vec![
+                Step::Busy(Busy {
+                    span: Span::Forever,
+                    usage_per_turn: 5000,
+                    output_per_turn: 0,
+                    interval: Duration::from_millis(200),
+                    format: WireFormat::Claude,
+                }),
+                Step::Busy(Busy {
+                    span: Span::For(Duration::from_secs(120)),
+                    usage_per_turn: 0,
+                    output_per_turn: 7,
+                    interval: Duration::from_secs(1),
+                    format: WireFormat::Codex,
+                }),
+            ]
+        );
+    }
+
+    #[test]
+    fn busy_errors() {
+        for (script, needle) in [
+            ("busy\n", "expected `busy DURATION"),
+            (
+                "busy soon usage-per-turn=1 interval=1s\n",
+                "bad duration `soon`",
+            ),
+            ("busy 1s interval=1s\n", "missing `usage-per-turn=…`"),
+            ("busy 1s usage-per-turn=1\n", "missing `interval=…`"),
+            (
+                "busy 1s usage-per-turn=1 interval=0ms\n",
+                "`interval` must be more than zero",
+            ),
+            ("busy 1s usage-per-turn=1 interval=1\n", "bad duration `1`"),
+            (
+                "busy 1s usage-per-turn=-1 interval=1s\n",
+                "`usage-per-turn` must be",
+            ),
+            (
+                "busy 1s usage-per-turn=1 interval=1s format=gemini\n",
+                "unknown format `gemini`",
+            ),
+            (
+                "busy 1s usage-per-turn=1 interval=1s tokens=3\n",
+                "unknown key `tokens`",
+            ),
+            (
+                "busy 1s usage-per-turn=1 interval=1s fast\n",
+                "expected key=value, found `fast`",
+            ),
+        ] {
+            let error = parse_err(&format!("print \"x\"\n{script}"));
+            assert_eq!(error.line, 2, "{script}");
+            assert!(error.message.contains(needle), "{script}: {error}");
+        }
+    }
+
+    #[test]
+    fn spawn_orphan_paths_and_interval() {
+        assert_eq!(
+            steps("spawn-orphan .pytest_cache/README.md\nspawn-orphan /tmp/x.log interval=2s\n"),
+            vec![
+                Step::SpawnOrphan {
+                    path: ".pytest_cache/README.md".into(),
+                    interval: ORPHAN_INTERVAL,
+                },
+                Step::SpawnOrphan {
+                    path: "/tmp/x.log".into(),
+                    interval: Duration::from_secs(2),
+                },
+            ]
+        );
+        assert_eq!(ORPHAN_INTERVAL, Duration::from_millis(100));
+        for (script, needle) in [
+            ("spawn-orphan\n", "expected `spawn-orphan PATH"),
+            ("spawn-orphan \"\"\n", "empty path"),
+            ("spawn-orphan a interval=0s\n", "must be more than zero"),
+            ("spawn-orphan a every=1s\n", "unknown key `every`"),
+            ("spawn-orphan a b\n", "expected key=value, found `b`"),
+        ] {
+            let error = parse_err(&format!("\n\n{script}"));
+            assert_eq!(error.line, 3, "{script}");
+            assert!(error.message.contains(needle), "{script}: {error}");
+        }
+    }
+
+    #[test]
+    fn argumentless_misbehaviours() {
+        assert_eq!(
+            steps("ignore-sigterm\ncrash\nemit-malformed\n"),
+            vec![Step::IgnoreSigterm, Step::Crash, Step::EmitMalformed]
+        );
+        for command in ["ignore-sigterm", "crash", "emit-malformed"] {
+            let error = parse_err(&format!("print \"x\"\n{command} now\n"));
+            assert_eq!(error.line, 2);
+            assert!(
+                error
+                    .message
+                    .contains(&format!("`{command}` takes no arguments")),
+                "{error}"
+            );
+        }
+    }
+
+    #[test]
+    fn usage_limit_forms() {
+        assert_eq!(
+            steps(
+                "usage-limit resets=1790016000\nusage-limit in=2h format=codex\n\
+                 usage-limit format=claude in=90s\n"
+            ),
+            vec![
+                Step::UsageLimit {
+                    resets: Resets::At(1_790_016_000),
+                    format: WireFormat::Claude,
+                },
+                Step::UsageLimit {
+                    resets: Resets::In(Duration::from_secs(7200)),
+                    format: WireFormat::Codex,
+                },
+                Step::UsageLimit {
+                    resets: Resets::In(Duration::from_secs(90)),
+                    format: WireFormat::Claude,
+                },
+            ]
+        );
+        for (script, needle) in [
+            ("usage-limit\n", "expected `usage-limit resets="),
+            (
+                "usage-limit format=codex\n",
+                "expected `usage-limit resets=",
+            ),
+            ("usage-limit resets=1 in=1s\n", "exactly one of"),
+            (
+                "usage-limit resets=soon\n",
+                "`resets` must be epoch seconds",
+            ),
+            ("usage-limit in=soon\n", "bad duration `soon`"),
+            (
+                "usage-limit in=1s format=gemini\n",
+                "unknown format `gemini`",
+            ),
+            ("usage-limit at=1\n", "unknown key `at`"),
+        ] {
+            let error = parse_err(&format!("\n{script}"));
+            assert_eq!(error.line, 2, "{script}");
+            assert!(error.message.contains(needle), "{script}: {error}");
+        }
+    }
+
+    #[test]
+    fn emit_codex_and_gemini() {
+        assert_eq!(
+            steps(
+                "emit codex text=\"All fixed.\" input=88000 cached=70400 output=3100\n\
+                 emit codex\n\
+                 emit gemini text=\"Patched.\" input=49000 cached=30000 output=2200 model=gemini-2.5-flash deltas=3\n\
+                 emit gemini\n"
+            ),
+            vec![
+                Step::Emit(Emit::Codex(CodexEmit {
+                    text: "All fixed.".into(),
+                    input: 88_000,
+                    cached: 70_400,
+                    output: 3100,
+                })),
+                Step::Emit(Emit::Codex(CodexEmit::default())),
+                Step::Emit(Emit::Gemini(GeminiEmit {
+                    text: "Patched.".into(),
+                    input: 49_000,
+                    cached: 30_000,
+                    output: 2200,
+                    model: "gemini-2.5-flash".into(),
+                    deltas: 3,
+                })),
+                Step::Emit(Emit::Gemini(GeminiEmit::default())),
+            ]
+        );
+        for (script, needle) in [
+            ("emit codex input=1 cached=2\n", "must not exceed"),
+            ("emit codex turns=2\n", "unknown key `turns`"),
+            ("emit codex input\n", "`emit codex`: expected key=value"),
+            ("emit gemini cached=2\n", "must not exceed"),
+            ("emit gemini deltas=0\n", "`deltas` must be at least 1"),
+            ("emit gemini cost=1\n", "unknown key `cost`"),
+        ] {
+            let error = parse_err(&format!("print \"x\"\n{script}"));
+            assert_eq!(error.line, 2, "{script}");
+            assert!(error.message.contains(needle), "{script}: {error}");
+        }
+    }
+
+    #[test]
+    fn file_conditions_and_touch() {
+        let statements = parse_ok(
+            "when file-missing .fake/once\ntouch .fake/once\nexit 1\n\
+             when file-exists /abs/marker\nprint \"again\"\nalways\ntouch ../outside\n",
+        );
+        let guards: Vec<_> = statements.iter().map(|s| s.guard.clone()).collect();
+        let missing = Some(Guard {
+            line: 1,
+            condition: Condition::FileMissing(".fake/once".into()),
+        });
+        let exists = Some(Guard {
+            line: 4,
+            condition: Condition::FileExists("/abs/marker".into()),
+        });
+        assert_eq!(guards, vec![missing.clone(), missing, exists, None]);
+        let steps: Vec<_> = statements.into_iter().map(|s| s.step).collect();
+        assert_eq!(
+            steps,
+            vec![
+                Step::Touch {
+                    path: ".fake/once".into()
+                },
+                Step::Exit(1),
+                Step::Print("again".into()),
+                Step::Touch {
+                    path: "../outside".into()
+                },
+            ]
+        );
+        for (script, needle) in [
+            ("when file-exists\n", "`when file-exists` expects a path"),
+            (
+                "when file-missing a b\n",
+                "`when file-missing` expects a path",
+            ),
+            ("when file-exists \"\"\n", "empty path"),
+            ("when file-present a\n", "unknown variable `file-present`"),
+            ("touch\n", "`touch` expects a path"),
+            ("touch \"\"\n", "`touch`: empty path"),
+        ] {
+            let error = parse_err(&format!("print \"x\"\n{script}"));
+            assert_eq!(error.line, 2, "{script}");
+            assert!(error.message.contains(needle), "{script}: {error}");
+        }
+    }
+
+    #[test]
+    fn file_conditions_evaluate_against_the_cwd() {
+        let dir = match tempfile::tempdir() {
+            Ok(dir) => dir,
+            Err(error) => panic!("{error}"),
+        };
+        let root = dir.path();
+        if let Err(error) = std::fs::write(root.join("here"), "") {
+            panic!("{error}");
+        }
+        let no_vars = |_: Var| 1;
+        let absolute = root.join("here");
+        assert!(Condition::FileExists("here".into()).holds(no_vars, root));
+        assert!(Condition::FileExists(absolute.clone()).holds(no_vars, Path::new("/")));
+        assert!(!Condition::FileMissing("here".into()).holds(no_vars, root));
+        assert!(Condition::FileMissing("gone".into()).holds(no_vars, root));
+        assert!(!Condition::FileExists("gone".into()).holds(no_vars, root));
+    }
+
+    #[test]
+    fn the_documented_misbehaviour_example_parses() {
+        let docs = include_str!("lib.rs");
+        let example: String = docs
+            .split("//! ```text\n")
+            .nth(2)
+            .and_then(|rest| rest.split("//! ```").next())
+            .unwrap_or_else(|| panic!("no second example in lib.rs"))
+            .lines()
+            .map(|line| format!("{}\n", line.trim_start_matches("//!").trim_start()))
+            .collect();
+        assert!(example.contains("spawn-orphan"), "{example}");
+        let statements = parse_ok(&example);
+        assert!(statements.iter().any(|s| matches!(
+            s.step,
+            Step::Busy(Busy {
+                span: Span::Forever,
+                ..
+            })
+        )));
+        assert!(statements.iter().any(|s| s.step == Step::IgnoreSigterm));
     }
 }

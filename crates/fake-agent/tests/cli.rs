@@ -274,3 +274,183 @@ fn the_binary_end_to_end() -> TestResult {
     assert_eq!(record["iteration"], 1);
     Ok(())
 }
+
+/// Misbehaviours that only a real process can show: signals, crashes, leaked processes.
+mod processes {
+    use std::fs;
+    use std::os::unix::process::ExitStatusExt as _;
+    use std::path::{Path, PathBuf};
+    use std::process::{Child, Command, Stdio};
+    use std::sync::mpsc;
+    use std::time::Duration;
+
+    use nix::sys::signal::{Signal, kill, killpg};
+    use nix::unistd::Pid;
+
+    use super::TestResult;
+
+    /// Long enough for a loaded CI machine, short enough to fail a hung test.
+    const HANDSHAKE: Duration = Duration::from_secs(20);
+
+    /// The binary running `script` in `work`, stdout piped, stdin and stderr as given.
+    fn start(
+        work: &Path,
+        script: &str,
+        stderr: Stdio,
+    ) -> Result<Child, Box<dyn std::error::Error>> {
+        let file = work.join("agent.fake");
+        fs::write(&file, script)?;
+        Ok(Command::new(env!("CARGO_BIN_EXE_fake-agent"))
+            .arg("--script")
+            .arg(&file)
+            .current_dir(work)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(stderr)
+            .spawn()?)
+    }
+
+    /// Makes a FIFO at `path`: a `touch` or an append to it blocks until we read, so reading it
+    /// is a handshake with no polling.
+    fn fifo(path: &Path) -> TestResult {
+        nix::unistd::mkfifo(path, nix::sys::stat::Mode::S_IRWXU)?;
+        Ok(())
+    }
+
+    /// Reads the FIFO `path` round after round (each writer's open…close is one round) until
+    /// `rounds` rounds happened or `HANDSHAKE` passed; returns everything read.
+    fn read_rounds(path: &Path, rounds: usize) -> Option<String> {
+        let (send, receive) = mpsc::channel();
+        let path: PathBuf = path.to_path_buf();
+        std::thread::spawn(move || {
+            let mut text = String::new();
+            for _ in 0..rounds {
+                // Blocks until a writer opens the FIFO; returns at EOF, when it closes it.
+                match fs::read_to_string(&path) {
+                    Ok(round) => text.push_str(&round),
+                    Err(_) => return,
+                }
+            }
+            let _ = send.send(text);
+        });
+        receive.recv_timeout(HANDSHAKE).ok()
+    }
+
+    fn pid_of(child: &Child) -> Result<Pid, Box<dyn std::error::Error>> {
+        Ok(Pid::from_raw(i32::try_from(child.id())?))
+    }
+
+    /// The state letter of `pid` (`S`, `R`, `Z`…) from `/proc/<pid>/stat`.
+    fn state(pid: Pid) -> Result<char, Box<dyn std::error::Error>> {
+        let stat = fs::read_to_string(format!("/proc/{pid}/stat"))?;
+        let after_name = &stat[stat.rfind(')').ok_or("no ) in stat")? + 1..];
+        Ok(after_name.trim_start().chars().next().ok_or("empty stat")?)
+    }
+
+    /// The session (field 6) of `pid`.
+    fn session(pid: Pid) -> Result<i32, Box<dyn std::error::Error>> {
+        let stat = fs::read_to_string(format!("/proc/{pid}/stat"))?;
+        let after_name = &stat[stat.rfind(')').ok_or("no ) in stat")? + 1..];
+        let field = after_name.split_whitespace().nth(3).ok_or("short stat")?;
+        Ok(field.parse()?)
+    }
+
+    /// Starts `script` (which must `touch ready` and then hang), waits for `ready`, sends
+    /// SIGTERM and then SIGKILL. Returns the signal that ended the process and whether it was
+    /// still running (not a zombie) after SIGTERM. A fatal SIGTERM fixes the exit status at
+    /// once, so a later SIGKILL cannot overwrite it: signal 9 proves SIGTERM was survived.
+    fn term_then_kill(script: &str) -> Result<(Option<i32>, bool), Box<dyn std::error::Error>> {
+        let work = tempfile::tempdir()?;
+        fifo(&work.path().join("ready"))?;
+        let mut child = start(work.path(), script, Stdio::null())?;
+        let pid = pid_of(&child)?;
+        if read_rounds(&work.path().join("ready"), 1).is_none() {
+            child.kill()?;
+            child.wait()?;
+            return Err("the agent never touched `ready`".into());
+        }
+        kill(pid, Signal::SIGTERM)?;
+        let alive = state(pid).is_ok_and(|state| state != 'Z' && state != 'X');
+        // Even if SIGTERM killed it, its unreaped zombie keeps the pid: this cannot hit ESRCH.
+        kill(pid, Signal::SIGKILL)?;
+        let status = child.wait()?;
+        Ok((status.signal(), alive))
+    }
+
+    #[test]
+    fn ignore_sigterm_survives_sigterm_and_dies_by_sigkill() -> TestResult {
+        let (signal, alive) = term_then_kill("ignore-sigterm\ntouch ready\ngo-silent forever\n")?;
+        assert_eq!(signal, Some(9), "the agent must survive SIGTERM");
+        assert!(alive, "still running after SIGTERM");
+        Ok(())
+    }
+
+    /// The control for the test above: without `ignore-sigterm`, SIGTERM ends a silent agent.
+    #[test]
+    fn a_silent_agent_dies_by_sigterm() -> TestResult {
+        let (signal, _) = term_then_kill("touch ready\ngo-silent forever\n")?;
+        assert_eq!(signal, Some(15));
+        Ok(())
+    }
+
+    #[test]
+    fn crash_dies_by_sigabrt_without_a_core_file() -> TestResult {
+        let work = tempfile::tempdir()?;
+        let child = start(
+            work.path(),
+            "print \"before\"\ncrash\nprint \"after\"\n",
+            Stdio::piped(),
+        )?;
+        let output = child.wait_with_output()?;
+        assert_eq!(output.status.signal(), Some(6), "{:?}", output.status);
+        assert_eq!(output.status.code(), None);
+        assert_eq!(String::from_utf8(output.stdout)?, "before\n");
+        let mut entries: Vec<String> = fs::read_dir(work.path())?
+            .map(|entry| entry.map(|e| e.file_name().to_string_lossy().into_owned()))
+            .collect::<Result<_, _>>()?;
+        entries.sort();
+        assert_eq!(
+            entries,
+            ["agent.fake"],
+            "a crash leaves no core file behind"
+        );
+        Ok(())
+    }
+
+    /// The supervisor's hard case: the agent exits, its stdout closes, and a grandchild in
+    /// another session goes on writing into the work tree.
+    #[test]
+    fn an_orphan_outlives_the_agent() -> TestResult {
+        let work = tempfile::tempdir()?;
+        fs::create_dir(work.path().join(".pytest_cache"))?;
+        let target = work.path().join(".pytest_cache/README.md");
+        fifo(&target)?;
+        let child = start(
+            work.path(),
+            "spawn-orphan .pytest_cache/README.md interval=10ms\nprint \"done\"\nexit 0\n",
+            Stdio::piped(),
+        )?;
+        // Waits for the agent's exit and its pipes' EOF: the orphan holds neither.
+        let output = child.wait_with_output()?;
+        assert_eq!(output.status.code(), Some(0));
+        assert_eq!(String::from_utf8(output.stdout)?, "done\n");
+        let stderr = String::from_utf8(output.stderr)?;
+        let pid: i32 = stderr
+            .trim_end()
+            .strip_prefix("fake-agent: orphan pid ")
+            .ok_or_else(|| format!("no orphan pid on stderr: {stderr:?}"))?
+            .parse()?;
+        let orphan = Pid::from_raw(pid);
+        let written = read_rounds(&target, 2);
+        let orphan_session = session(orphan);
+        // The group exists only if the orphan did call setsid; the pid in any case.
+        let _ = killpg(orphan, Signal::SIGKILL);
+        kill(orphan, Signal::SIGKILL)?;
+
+        let written = written.ok_or("the orphan did not keep writing after the agent exited")?;
+        assert!(written.lines().count() >= 2, "{written:?}");
+        assert_eq!(orphan_session?, pid);
+        assert_ne!(pid, nix::unistd::getsid(None)?.as_raw());
+        Ok(())
+    }
+}

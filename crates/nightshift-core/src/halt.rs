@@ -59,6 +59,8 @@ pub enum HaltReason {
     NoActionableItems,
     /// An operator asked the run to stop.
     OperatorStop,
+    /// A run budget (tokens or USD) is spent.
+    BudgetExceeded,
 }
 
 impl HaltReason {
@@ -70,6 +72,7 @@ impl HaltReason {
                 ExitClass::DrainedWithWorkLeft
             }
             HaltReason::OperatorStop => ExitClass::Ok,
+            HaltReason::BudgetExceeded => ExitClass::Budget,
         }
     }
 
@@ -80,6 +83,7 @@ impl HaltReason {
             HaltReason::QueueDrainedWithParked => "queue_drained_with_parked",
             HaltReason::NoActionableItems => "no_actionable_items",
             HaltReason::OperatorStop => "operator_stop",
+            HaltReason::BudgetExceeded => "budget_exceeded",
         }
     }
 }
@@ -109,6 +113,7 @@ mod tests {
             ),
             (HaltReason::NoActionableItems, "no_actionable_items", 11),
             (HaltReason::OperatorStop, "operator_stop", 0),
+            (HaltReason::BudgetExceeded, "budget_exceeded", 18),
         ] {
             assert_eq!(reason.as_str(), name);
             assert_eq!(reason.class().code(), code);

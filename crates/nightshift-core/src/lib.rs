@@ -15,6 +15,7 @@ pub mod engine;
 pub mod failpoint;
 pub mod git;
 pub mod halt;
+pub mod notify;
 pub mod plan;
 pub mod session;
 pub mod store;

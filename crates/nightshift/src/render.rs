@@ -66,6 +66,7 @@ pub fn event_line(event: &Event) -> Option<String> {
             attempt,
             reason,
             preserve_ref,
+            ..
         } => format!(
             "{item}: attempt {attempt} failed: {reason}{}",
             preserve_ref
@@ -191,6 +192,11 @@ fn outcome_text(outcome: Outcome, exit_code: Option<i32>) -> String {
         (Outcome::Failed, None) => "failed (signal)".into(),
         (Outcome::Timeout, _) => "timed out".into(),
         (Outcome::SpawnFailed, _) => "could not start".into(),
+        (Outcome::Stalled, _) => "stalled (silent past the grace)".into(),
+        (Outcome::OverBudget, _) => "ended over budget".into(),
+        (Outcome::Crashed, _) => "crashed".into(),
+        (Outcome::RateLimited, _) => "hit its usage limit".into(),
+        (Outcome::EnvFault, _) => "hit an API or network fault".into(),
     }
 }
 

@@ -55,6 +55,8 @@ pub const DEFAULT_STALL_GRACE: Duration = Duration::from_secs(10 * 60);
 pub const DEFAULT_STALL_NUDGES: u32 = 2;
 /// Default for `[limits].kill_grace`.
 pub const DEFAULT_KILL_GRACE: Duration = Duration::from_secs(10);
+/// Default for `[limits].fault_backoff`.
+pub const DEFAULT_FAULT_BACKOFF: Duration = Duration::from_secs(30);
 /// Default for `[limits].budget_soft`: the share of a hard limit at which a wrap-up is asked.
 pub const DEFAULT_BUDGET_SOFT: f64 = 0.8;
 /// Default for `[limits].cache_read_weight`.
@@ -179,6 +181,8 @@ pub struct SessionLimits {
     pub stall_nudges: u32,
     /// Between SIGTERM and SIGKILL when a session is ended.
     pub kill_grace: Duration,
+    /// First wait after an API or network fault; doubles per retry, at most 10 minutes.
+    pub fault_backoff: Duration,
 }
 
 /// Whether budget limits end sessions or only warn.
@@ -233,6 +237,7 @@ impl Default for SessionLimits {
             stall_grace: DEFAULT_STALL_GRACE,
             stall_nudges: DEFAULT_STALL_NUDGES,
             kill_grace: DEFAULT_KILL_GRACE,
+            fault_backoff: DEFAULT_FAULT_BACKOFF,
         }
     }
 }

@@ -58,6 +58,7 @@ struct RawLimits {
     stall_grace: Option<Spanned<String>>,
     stall_nudges: Option<Spanned<u32>>,
     kill_grace: Option<Spanned<String>>,
+    fault_backoff: Option<Spanned<String>>,
     session_tokens: Option<Spanned<u64>>,
     session_turns: Option<Spanned<u32>>,
     session_usd: Option<Spanned<f64>>,
@@ -378,6 +379,11 @@ impl Ctx<'_> {
                 .stall_nudges
                 .map_or(defaults.stall_nudges, Spanned::into_inner),
             kill_grace: self.duration(raw.kill_grace, "kill_grace", defaults.kill_grace)?,
+            fault_backoff: self.duration(
+                raw.fault_backoff,
+                "fault_backoff",
+                defaults.fault_backoff,
+            )?,
         };
         let d = BudgetLimits::default();
         let budget = BudgetLimits {

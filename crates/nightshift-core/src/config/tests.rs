@@ -307,7 +307,7 @@ fn unknown_limits_key() {
         &format!("{HEAD}[limits]\n  max_iteration = 2\n"),
         (6, 3),
         "max_iteration",
-        "unknown field `max_iteration`, expected one of `max_iterations`, `max_attempts`, `session_timeout`, `stall_grace`, `stall_nudges`, `kill_grace`, `session_tokens`, `session_turns`, `session_usd`, `item_tokens`, `run_tokens`, `run_usd`, `budget_mode`, `budget_soft`, `cache_read_weight`, `rate_limit_max_wait`",
+        "unknown field `max_iteration`, expected one of `max_iterations`, `max_attempts`, `session_timeout`, `stall_grace`, `stall_nudges`, `kill_grace`, `fault_backoff`, `session_tokens`, `session_turns`, `session_usd`, `item_tokens`, `run_tokens`, `run_usd`, `budget_mode`, `budget_soft`, `cache_read_weight`, `rate_limit_max_wait`",
         "nightshift init",
     );
 }

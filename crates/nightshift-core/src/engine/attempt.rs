@@ -2,17 +2,22 @@
 //! the current target → check on the merged result → advance the target → tear down.
 
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
-use super::{Engine, EngineError, io_err, prompt};
+use super::{Engine, EngineError, Journal, io_err, launch, prompt};
 use crate::check;
+use crate::config::{AgentKind, BudgetMode};
 use crate::failpoint;
 use crate::git::MergeOutcome;
-use crate::session::{self, Outcome, ProcessSpec};
-use crate::store::{AttemptRow, CheckStage, EventKind, ItemRow};
+use crate::halt::HaltReason;
+use crate::notify;
+use crate::session::{
+    self, Budget, Limit, Metric, Outcome, ProcessEnd, ProcessSpec, Scope, SessionPacket,
+};
+use crate::store::{AttemptRow, CheckStage, EventKind, ItemRow, Spend};
 
-/// The bound on one agent session until `[limits] session_timeout` exists (issue 3).
-const SESSION_TIMEOUT: Duration = Duration::from_secs(90 * 60);
+/// Seconds added to a reported reset time before retrying (reset times are whole seconds, and
+/// clocks differ).
+const RESET_MARGIN_SECS: i64 = 2;
 /// Bytes of agent output kept in memory (the whole output is in the log).
 const AGENT_TAIL: usize = 4096;
 
@@ -66,6 +71,9 @@ impl Engine<'_> {
             // Interrupted by a crash: the session did not finish, so it runs again (the agent
             // continues on top of whatever it left in the worktree).
             "session" => self.run_session(item, att, att.iteration.max(1)),
+            // A nudge after silence, or a retry after a rate limit or an environment fault:
+            // the same iteration again, no attempt spent.
+            "session_retry" => self.run_session(item, att, att.iteration.max(1)),
             // nightshift commits the session's work first, so the check judges exactly the
             // tree that would land (nothing the check itself writes is ever shipped unchecked).
             "session_ended" => self.commit(item, att),
@@ -156,9 +164,18 @@ impl Engine<'_> {
         att: &AttemptRow,
         iteration: u32,
     ) -> Result<(), EngineError> {
+        if self.budget_gate(item, att)? {
+            return Ok(());
+        }
         let logs = self.ws.logs(&self.run_id());
         std::fs::create_dir_all(&logs).map_err(io_err(&logs))?;
-        let stem = format!("{}-a{}-i{}", att.item, att.attempt, iteration);
+        let nudge = (att.phase == "session_retry"
+            && att.last_outcome.as_deref() == Some("stalled"))
+        .then_some(att.nudges);
+        let stem = match nudge {
+            Some(n) => format!("{}-a{}-i{}-n{n}", att.item, att.attempt, iteration),
+            None => format!("{}-a{}-i{}", att.item, att.attempt, iteration),
+        };
         let feedback = if iteration > 1 {
             att.last_check_log
                 .as_deref()
@@ -175,9 +192,10 @@ impl Engine<'_> {
             iteration,
             max_iterations,
             feedback: feedback.as_deref(),
+            nudge,
         });
         let prompt_file = logs.join(format!("{stem}.prompt.md"));
-        std::fs::write(&prompt_file, text).map_err(io_err(&prompt_file))?;
+        std::fs::write(&prompt_file, &text).map_err(io_err(&prompt_file))?;
         let mut env = self.item_env(att, iteration);
         env.push((
             "NIGHTSHIFT_PROMPT_FILE".into(),
@@ -191,22 +209,67 @@ impl Engine<'_> {
                 file.display().to_string(),
             ));
         }
+        if let Some(n) = nudge {
+            env.push(("NIGHTSHIFT_NUDGE".into(), n.to_string()));
+        }
         let log = logs.join(format!("{stem}.agent.log"));
+        let run_id = self.run_id();
+        let session_id =
+            launch::session_uuid(&run_id, &att.item, att.attempt, iteration, att.nudges);
+        // A nudge resumes the CLI's own session where the CLI can (Claude: the id we chose).
+        let resume = nudge.and(att.agent_session.clone());
+        let argv = launch::argv(&launch::Launch {
+            agent: &self.config.agent,
+            prompt: &text,
+            prompt_file: &prompt_file.display().to_string(),
+            session_id: &session_id,
+            resume: resume.as_deref(),
+        });
         self.record(EventKind::SessionStarted {
             item: att.item.clone(),
             attempt: att.attempt,
             iteration,
             log: log.display().to_string(),
         })?;
-        let end = session::run(&ProcessSpec {
-            argv: self.config.agent.command.clone(),
-            cwd: PathBuf::from(&att.worktree),
-            env,
-            timeout: SESSION_TIMEOUT,
-            kill_grace: Duration::from_secs(10),
-            log,
-            tail_bytes: AGENT_TAIL,
-        })?;
+        let worktree = PathBuf::from(&att.worktree);
+        let packet = SessionPacket {
+            spec: ProcessSpec {
+                argv,
+                cwd: worktree.clone(),
+                env,
+                timeout: self.config.session.timeout,
+                kill_grace: self.config.session.kill_grace,
+                log,
+                tail_bytes: AGENT_TAIL,
+            },
+            parser: launch::parser_name(&self.config.agent).and_then(crate::agent::parser_for),
+            stall_grace: Some(self.config.session.stall_grace),
+            budget: self.session_budget(item)?,
+            enforce_budget: self.config.budget.mode == BudgetMode::Enforce,
+            clock: self.clock.clone(),
+        };
+        let end = {
+            // Budget crossings are journaled and written to ATTENTION the moment they happen.
+            let mut sink = Journal {
+                store: &mut self.store,
+                observe: &mut *self.observe,
+                clock: self.clock.as_ref(),
+                ws: &self.ws,
+                run_id: &run_id,
+            };
+            let enforced = packet.enforce_budget;
+            let (item_id, attempt) = (att.item.clone(), att.attempt);
+            let mut failure = None;
+            let end = session::run_session(packet, &mut |event| {
+                if let Err(e) = sink.session_event(&item_id, attempt, enforced, event) {
+                    failure.get_or_insert(e);
+                }
+            })?;
+            if let Some(e) = failure {
+                return Err(e);
+            }
+            end
+        };
         if end.outcome == Outcome::SpawnFailed {
             // Every item would fail the same way: halt resumable instead of draining the queue.
             return Err(EngineError::Execution {
@@ -214,11 +277,36 @@ impl Engine<'_> {
                     "the agent: {}",
                     end.spawn_error.unwrap_or_else(|| "unknown error".into())
                 ),
-                help: Some(
-                    "fix [agent].command in nightshift.toml, then `nightshift run` resumes".into(),
-                ),
+                help: Some("fix [agent] in nightshift.toml, then `nightshift run` resumes".into()),
             });
         }
+        // Nothing the session started may outlive it (seed 003: a test runner still writing).
+        let swept = session::sweep(&worktree, self.config.session.kill_grace);
+        if !swept.survivors.is_empty() {
+            notify::attention(
+                &self.ws,
+                self.clock.as_ref(),
+                &format!(
+                    "{}: processes {:?} survived SIGKILL in {}",
+                    att.item,
+                    swept.survivors,
+                    worktree.display()
+                ),
+            );
+        }
+        let spend = end.totals.as_ref().map(|t| Spend {
+            input: t.usage.input,
+            output: t.usage.output,
+            cache_read: t.usage.cache_read,
+            cache_write: t.usage.cache_write,
+            weighted: t.usage.weighted(self.config.budget.cache_read_weight),
+            turns: t.turns,
+            cost_usd: t.cost_usd,
+        });
+        let agent_session = match self.config.agent.kind {
+            AgentKind::Claude => Some(resume.unwrap_or(session_id)),
+            _ => None,
+        };
         self.record(EventKind::SessionEnded {
             item: att.item.clone(),
             attempt: att.attempt,
@@ -226,8 +314,150 @@ impl Engine<'_> {
             outcome: end.outcome,
             exit_code: end.exit_code,
             duration_ms: end.duration.as_millis() as u64,
+            spend,
+            resets_at: end.resets_at,
+            fault: end.fault.clone(),
+            agent_session,
         })?;
+        self.after_session(att, iteration, &end)
+    }
+
+    /// What an ending means for the run: a nudge, a pause, or on to the check.
+    fn after_session(
+        &mut self,
+        att: &AttemptRow,
+        iteration: u32,
+        end: &ProcessEnd,
+    ) -> Result<(), EngineError> {
+        let now = self.clock.wall().as_second();
+        match end.outcome {
+            Outcome::Stalled if att.nudges < self.config.session.stall_nudges => {
+                self.record(EventKind::SessionNudged {
+                    item: att.item.clone(),
+                    attempt: att.attempt,
+                    iteration,
+                    nudge: att.nudges + 1,
+                })?;
+            }
+            Outcome::RateLimited => {
+                let max = now + self.config.budget.rate_limit_max_wait.as_secs() as i64;
+                // The reported reset plus a margin; without one, a bounded back-off.
+                let until = end
+                    .resets_at
+                    .map_or(now + 300, |r| r + RESET_MARGIN_SECS)
+                    .clamp(now, max);
+                self.pause(
+                    format!("rate_limited: {} hit its usage limit", att.item),
+                    until,
+                )?;
+            }
+            Outcome::EnvFault => {
+                let fault = end.fault.clone().unwrap_or_else(|| "transient".into());
+                let base = self.config.session.fault_backoff.as_secs_f64();
+                let backoff = (base * 2f64.powi(att.env_retries.min(10) as i32)).min(600.0);
+                let why = if fault == "auth" {
+                    format!(
+                        "env_fault: auth: {} — a person must log the agent CLI in; retrying every {backoff:.0}s",
+                        att.item
+                    )
+                } else {
+                    format!("env_fault: {fault}: {}", att.item)
+                };
+                self.pause(why, now + backoff.ceil() as i64)?;
+            }
+            _ => {}
+        }
         Ok(())
+    }
+
+    /// Pauses dispatch for the whole run (a quota is shared) until `until` (epoch seconds).
+    fn pause(&mut self, reason: String, until: i64) -> Result<(), EngineError> {
+        notify::attention(
+            &self.ws,
+            self.clock.as_ref(),
+            &format!(
+                "paused until {}: {reason}",
+                jiff::Timestamp::from_second(until)
+                    .map(|t| t.to_string())
+                    .unwrap_or_default()
+            ),
+        );
+        self.record(EventKind::RunPaused { reason, until })?;
+        Ok(())
+    }
+
+    /// The limits of the next session, with what the item and the run already spent.
+    fn session_budget(&self, item: &ItemRow) -> Result<Budget, EngineError> {
+        let b = &self.config.budget;
+        let run = self.run()?;
+        let mut limits = Vec::new();
+        let mut add = |scope, metric, hard: Option<f64>, baseline: f64| {
+            if let Some(hard) = hard {
+                limits.push(Limit {
+                    scope,
+                    metric,
+                    hard,
+                    baseline,
+                });
+            }
+        };
+        add(
+            Scope::Session,
+            Metric::Tokens,
+            b.session_tokens.map(|v| v as f64),
+            0.0,
+        );
+        add(
+            Scope::Session,
+            Metric::Turns,
+            b.session_turns.map(f64::from),
+            0.0,
+        );
+        add(Scope::Session, Metric::Usd, b.session_usd, 0.0);
+        add(
+            Scope::Item,
+            Metric::Tokens,
+            b.item_tokens.map(|v| v as f64),
+            item.spent_tokens,
+        );
+        add(
+            Scope::Run,
+            Metric::Tokens,
+            b.run_tokens.map(|v| v as f64),
+            run.spent_tokens,
+        );
+        add(Scope::Run, Metric::Usd, b.run_usd, run.spent_usd);
+        Ok(Budget {
+            limits,
+            soft: b.soft,
+            cache_read_weight: b.cache_read_weight,
+        })
+    }
+
+    /// Before a session: a spent item budget parks the item, a spent run budget halts the run.
+    /// Returns whether the session must not start.
+    fn budget_gate(&mut self, item: &ItemRow, att: &AttemptRow) -> Result<bool, EngineError> {
+        if self.config.budget.mode != BudgetMode::Enforce {
+            return Ok(false);
+        }
+        let b = self.config.budget;
+        let run = self.run()?.clone();
+        let run_spent = b.run_tokens.is_some_and(|l| run.spent_tokens >= l as f64)
+            || b.run_usd.is_some_and(|l| run.spent_usd >= l);
+        if run_spent {
+            self.halt_requested = Some(HaltReason::BudgetExceeded);
+            self.fail(att, "the run's budget is spent".into())?;
+            return Ok(true);
+        }
+        if let Some(limit) = b.item_tokens.filter(|l| item.spent_tokens >= *l as f64) {
+            let reason = format!(
+                "the item's budget is spent: {:.0} of {limit} weighted tokens",
+                item.spent_tokens
+            );
+            self.park(att, reason)?;
+            return Ok(true);
+        }
+        Ok(false)
     }
 
     fn run_check(
@@ -261,7 +491,7 @@ impl Engine<'_> {
         let command = self.check_command(item);
         let result = check::run(
             &command,
-            worktree,
+            worktree.clone(),
             self.item_env(att, att.iteration),
             self.config.check.timeout,
             log.clone(),
@@ -278,6 +508,7 @@ impl Engine<'_> {
             log: log.display().to_string(),
             duration_ms: result.end.duration.as_millis() as u64,
         })?;
+        session::sweep(&worktree, self.config.session.kill_grace);
         Ok(())
     }
 

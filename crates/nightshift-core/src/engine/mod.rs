@@ -5,6 +5,7 @@
 //! special path: the loop continues from what the journal says, after reconciling the world.
 
 mod attempt;
+mod launch;
 mod prompt;
 mod teardown;
 
@@ -76,6 +77,8 @@ pub fn run(opts: RunOptions, observe: &mut dyn FnMut(&Event)) -> Result<RunSumma
     let ws = opts.workspace;
     let git = Git::new(ws.root());
     ws.create_dirs().map_err(io_err(&ws.dir()))?;
+    // Orphans that escape a session's process group are re-parented here, where sweeps find them.
+    crate::session::become_subreaper();
     ensure_excluded(&git)?;
     let holder = format!(
         "pid {} since {}",
@@ -93,6 +96,7 @@ pub fn run(opts: RunOptions, observe: &mut dyn FnMut(&Event)) -> Result<RunSumma
         clock: opts.clock,
         run: None,
         observe,
+        halt_requested: None,
     };
     // Before anything looks at a worktree: nothing a killed engine left running may still be
     // writing in one, and no lock a killed git left may block it.
@@ -121,6 +125,79 @@ struct Engine<'o> {
     clock: Arc<dyn Clock>,
     run: Option<RunRow>,
     observe: &'o mut dyn FnMut(&Event),
+    /// A halt decided inside a step (e.g. the run budget is spent), taken at the next turn.
+    halt_requested: Option<HaltReason>,
+}
+
+/// Journaling from inside a running session (borrows the engine's parts, not the engine).
+pub(crate) struct Journal<'a, 'o> {
+    pub store: &'a mut Store,
+    pub observe: &'a mut (dyn FnMut(&Event) + 'o),
+    pub clock: &'a dyn Clock,
+    pub ws: &'a Workspace,
+    pub run_id: &'a str,
+}
+
+impl Journal<'_, '_> {
+    fn record(&mut self, kind: EventKind) -> Result<Event, EngineError> {
+        let at = self.clock.wall().to_string();
+        let event = self.store.record(self.run_id, &at, kind)?;
+        (self.observe)(&event);
+        failpoint::hit(event.kind.name());
+        Ok(event)
+    }
+
+    /// Journals what a session reports as it happens, and tells a person what they must know.
+    pub(crate) fn session_event(
+        &mut self,
+        item: &str,
+        attempt: u32,
+        enforced: bool,
+        event: crate::session::SessionEvent,
+    ) -> Result<(), EngineError> {
+        use crate::session::SessionEvent;
+        match event {
+            SessionEvent::BudgetWarned(c) => {
+                self.record(EventKind::BudgetWarned {
+                    item: item.into(),
+                    attempt,
+                    scope: c.scope,
+                    metric: c.metric,
+                    used: c.used,
+                    limit: c.limit,
+                })?;
+            }
+            SessionEvent::BudgetTripped(c) => {
+                crate::notify::attention(
+                    self.ws,
+                    self.clock,
+                    &format!(
+                        "{item}: budget tripped: {:?} {:?} {:.2} of {:.2}{}",
+                        c.scope,
+                        c.metric,
+                        c.used,
+                        c.limit,
+                        if enforced {
+                            "; ending the session"
+                        } else {
+                            " (budget_mode = warn)"
+                        }
+                    ),
+                );
+                self.record(EventKind::BudgetTripped {
+                    item: item.into(),
+                    attempt,
+                    scope: c.scope,
+                    metric: c.metric,
+                    used: c.used,
+                    limit: c.limit,
+                    enforced,
+                })?;
+            }
+            SessionEvent::Stalled { .. } | SessionEvent::RateLimited { .. } => {}
+        }
+        Ok(())
+    }
 }
 
 impl Engine<'_> {
@@ -143,12 +220,8 @@ impl Engine<'_> {
         let event = self.store.record(&run_id, &at, kind)?;
         (self.observe)(&event);
         failpoint::hit(event.kind.name());
-        if let EventKind::RunStarted { .. }
-        | EventKind::PassStarted { .. }
-        | EventKind::RunFinished { .. } = event.kind
-        {
-            self.run = self.store.run(&run_id)?;
-        }
+        // The cached run row (pass, spend, pause) always reflects the journal.
+        self.run = self.store.run(&run_id)?;
         Ok(event)
     }
 
@@ -206,6 +279,11 @@ impl Engine<'_> {
             halt_reason: None,
             exit_code: None,
             pass: 1,
+            spent_tokens: 0.0,
+            spent_turns: 0,
+            spent_usd: 0.0,
+            paused_until: None,
+            pause_reason: None,
         });
         self.record(EventKind::RunStarted {
             target,
@@ -221,6 +299,14 @@ impl Engine<'_> {
     /// parked items another pass, else halt.
     fn drive(&mut self) -> Result<HaltReason, EngineError> {
         loop {
+            if let Some(halt) = self.halt_requested.take() {
+                self.record(EventKind::RunFinished {
+                    halt_reason: halt,
+                    exit_code: halt.class().code(),
+                })?;
+                return Ok(halt);
+            }
+            self.wait_out_pause()?;
             let run_id = self.run_id();
             let items = self.store.items(&run_id)?;
             if let Some(item) = items.iter().find(|i| i.state == "running") {
@@ -266,6 +352,26 @@ impl Engine<'_> {
     }
 }
 
+impl Engine<'_> {
+    /// Waits until a recorded pause (a usage limit's reset, an environment back-off) is over.
+    /// The pause is in the journal, so a crash during it resumes the wait, not the work.
+    fn wait_out_pause(&mut self) -> Result<(), EngineError> {
+        let Some(until) = self.run()?.paused_until else {
+            return Ok(());
+        };
+        loop {
+            let now = self.clock.wall().as_second();
+            if now >= until {
+                break;
+            }
+            let left = u64::try_from(until - now).unwrap_or(1);
+            std::thread::sleep(std::time::Duration::from_secs(left.min(5)));
+        }
+        self.record(EventKind::RunUnpaused)?;
+        Ok(())
+    }
+}
+
 /// Keeps `.nightshift/` out of `git status` without touching a tracked file.
 fn ensure_excluded(git: &Git) -> Result<(), EngineError> {
     let exclude = git.common_dir()?.join("info").join("exclude");
@@ -291,7 +397,7 @@ fn ensure_excluded(git: &Git) -> Result<(), EngineError> {
 
 /// Refuses to start what cannot run: an agent program that is not on PATH.
 fn preflight(config: &Config) -> Result<(), EngineError> {
-    let Some(program) = config.agent.command.first() else {
+    let Some(program) = launch::program(&config.agent) else {
         return Err(EngineError::Execution {
             what: "the agent: [agent].command is empty".into(),
             help: None,
@@ -301,14 +407,14 @@ fn preflight(config: &Config) -> Result<(), EngineError> {
         return Ok(()); // resolved relative to the worktree at spawn time
     }
     let found = std::env::var_os("PATH")
-        .map(|path| std::env::split_paths(&path).any(|dir| dir.join(program).is_file()))
+        .map(|path| std::env::split_paths(&path).any(|dir| dir.join(&program).is_file()))
         .unwrap_or(false);
     if found {
         Ok(())
     } else {
         Err(EngineError::Execution {
             what: format!("the agent: `{program}` is not on PATH"),
-            help: Some("install it, or fix [agent].command in nightshift.toml".into()),
+            help: Some("install it, or set [agent] binary (or command) in nightshift.toml".into()),
         })
     }
 }

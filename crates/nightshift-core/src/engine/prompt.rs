@@ -8,6 +8,8 @@ pub(super) struct PromptInput<'a> {
     pub iteration: u32,
     pub max_iterations: u32,
     pub feedback: Option<&'a str>,
+    /// Set when this session follows a silent one (the n-th nudge).
+    pub nudge: Option<u32>,
 }
 
 /// The full prompt text.
@@ -20,6 +22,11 @@ pub(super) fn compose(input: &PromptInput<'_>) -> String {
         i = input.iteration,
         max = input.max_iterations,
     );
+    if let Some(n) = input.nudge {
+        text.push_str(&format!(
+            "\n## You went silent\n\nThe previous session of this iteration produced no output and no activity for too long and was ended (nudge {n}). Your changes so far are still in the working tree. Continue the task and finish it; avoid commands that wait for input or run without end.\n"
+        ));
+    }
     if let Some(feedback) = input.feedback {
         text.push_str(
             "\n## The check failed after the previous iteration\n\nIts output (the last part) is below and in the file named by NIGHTSHIFT_FEEDBACK_FILE. Your earlier changes are still in the working tree.\n\n```\n",

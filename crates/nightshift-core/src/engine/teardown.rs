@@ -9,6 +9,20 @@ use crate::store::{AttemptRow, EventKind};
 impl Engine<'_> {
     /// Ends an attempt without shipping: preserve its work, record the verdict, tear down.
     pub(super) fn fail(&mut self, att: &AttemptRow, reason: String) -> Result<(), EngineError> {
+        self.end_attempt(att, reason, false)
+    }
+
+    /// Ends an attempt and parks its item now, whatever attempts it has left.
+    pub(super) fn park(&mut self, att: &AttemptRow, reason: String) -> Result<(), EngineError> {
+        self.end_attempt(att, reason, true)
+    }
+
+    fn end_attempt(
+        &mut self,
+        att: &AttemptRow,
+        reason: String,
+        park: bool,
+    ) -> Result<(), EngineError> {
         let run_id = self.run_id();
         let preserve_ref = match self.preserve(&run_id, att) {
             Ok(r) => Some(r),
@@ -26,6 +40,7 @@ impl Engine<'_> {
             attempt: att.attempt,
             reason,
             preserve_ref,
+            park,
         })?;
         self.teardown_attempt(&run_id, &att.item, att.attempt)
     }

@@ -1,4 +1,5 @@
 use super::*;
+use sha2::{Digest, Sha256};
 
 fn spec(dir: &std::path::Path, script: &str, timeout: Duration) -> ProcessSpec {
     ProcessSpec {

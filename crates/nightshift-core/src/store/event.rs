@@ -41,6 +41,21 @@ pub enum CheckStage {
 }
 
 pub use crate::session::Outcome;
+pub use crate::session::{Metric, Scope};
+
+/// What a session spent, as its stream told it.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, Default)]
+pub struct Spend {
+    pub input: u64,
+    pub output: u64,
+    pub cache_read: u64,
+    pub cache_write: u64,
+    /// Weighted tokens (cache reads × `cache_read_weight`), what token limits count.
+    pub weighted: f64,
+    pub turns: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_usd: Option<f64>,
+}
 
 /// What happened, with the data the fold needs.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -83,7 +98,50 @@ pub enum EventKind {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         exit_code: Option<i32>,
         duration_ms: u64,
+        /// What the session spent (absent when its output is not a parsed stream).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        spend: Option<Spend>,
+        /// For `rate_limited`: when the limit resets (epoch seconds), if the CLI said.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        resets_at: Option<i64>,
+        /// For `env_fault`: `transient` or `auth`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        fault: Option<String>,
+        /// The CLI's own session id (what its resume takes), when known.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        agent_session: Option<String>,
     },
+    /// A silent session gets another go at the same iteration, told it went quiet.
+    SessionNudged {
+        item: String,
+        attempt: u32,
+        iteration: u32,
+        nudge: u32,
+    },
+    /// A soft share of a budget limit was crossed mid-session: a wrap-up is asked for.
+    BudgetWarned {
+        item: String,
+        attempt: u32,
+        scope: Scope,
+        metric: Metric,
+        used: f64,
+        limit: f64,
+    },
+    /// A hard budget limit was crossed mid-session (journaled the moment it happened).
+    BudgetTripped {
+        item: String,
+        attempt: u32,
+        scope: Scope,
+        metric: Metric,
+        used: f64,
+        limit: f64,
+        /// Whether the session is being ended for it (`budget_mode = "enforce"`).
+        enforced: bool,
+    },
+    /// Dispatch is paused for the whole run (the quota is shared), until `until` (epoch s).
+    RunPaused { reason: String, until: i64 },
+    /// Dispatch goes on.
+    RunUnpaused,
     /// Intent: the check is about to run.
     CheckStarted {
         item: String,
@@ -145,6 +203,9 @@ pub enum EventKind {
         reason: String,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         preserve_ref: Option<String>,
+        /// Park the item now, whatever attempts it has left (e.g. its budget is spent).
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        park: bool,
     },
     /// Housekeeping: the attempt's worktree is gone.
     WorktreeRemoved { item: String, attempt: u32 },
@@ -172,6 +233,11 @@ impl EventKind {
             EventKind::WorktreeReady { .. } => "worktree_ready",
             EventKind::SessionStarted { .. } => "session_started",
             EventKind::SessionEnded { .. } => "session_ended",
+            EventKind::SessionNudged { .. } => "session_nudged",
+            EventKind::BudgetWarned { .. } => "budget_warned",
+            EventKind::BudgetTripped { .. } => "budget_tripped",
+            EventKind::RunPaused { .. } => "run_paused",
+            EventKind::RunUnpaused => "run_unpaused",
             EventKind::CheckStarted { .. } => "check_started",
             EventKind::CheckEnded { .. } => "check_ended",
             EventKind::Committed { .. } => "committed",
@@ -193,6 +259,9 @@ impl EventKind {
             | EventKind::WorktreeReady { item, attempt }
             | EventKind::SessionStarted { item, attempt, .. }
             | EventKind::SessionEnded { item, attempt, .. }
+            | EventKind::SessionNudged { item, attempt, .. }
+            | EventKind::BudgetWarned { item, attempt, .. }
+            | EventKind::BudgetTripped { item, attempt, .. }
             | EventKind::CheckStarted { item, attempt, .. }
             | EventKind::CheckEnded { item, attempt, .. }
             | EventKind::Committed { item, attempt, .. }
@@ -206,6 +275,8 @@ impl EventKind {
             EventKind::RunStarted { .. }
             | EventKind::RunResumed { .. }
             | EventKind::PassStarted { .. }
+            | EventKind::RunPaused { .. }
+            | EventKind::RunUnpaused
             | EventKind::RunFinished { .. } => (None, None),
         }
     }

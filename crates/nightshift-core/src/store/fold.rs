@@ -84,8 +84,68 @@ pub fn apply(
                 params![run_id, item, attempt, iteration],
             )?;
         }
-        EventKind::SessionEnded { item, attempt, .. } => {
-            set_phase(tx, run_id, item, *attempt, "session_ended")?;
+        EventKind::SessionEnded {
+            item,
+            attempt,
+            outcome,
+            spend,
+            agent_session,
+            ..
+        } => {
+            let outcome_name = serde_json::to_value(outcome)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_owned));
+            tx.execute(
+                "UPDATE attempts SET last_outcome = ?4, agent_session = COALESCE(?5, agent_session)
+                 WHERE run_id = ?1 AND item = ?2 AND attempt = ?3",
+                params![run_id, item, attempt, outcome_name, agent_session],
+            )?;
+            // An environmental ending is not the item's fault: the same iteration runs again.
+            let phase = if outcome.is_environmental() {
+                "session_retry"
+            } else {
+                "session_ended"
+            };
+            set_phase(tx, run_id, item, *attempt, phase)?;
+            if outcome.is_environmental() {
+                tx.execute(
+                    "UPDATE attempts SET env_retries = env_retries + 1 WHERE run_id = ?1 AND item = ?2 AND attempt = ?3",
+                    params![run_id, item, attempt],
+                )?;
+            }
+            if let Some(spend) = spend {
+                let usd = spend.cost_usd.unwrap_or(0.0);
+                tx.execute(
+                    "UPDATE items SET spent_tokens = spent_tokens + ?3, spent_turns = spent_turns + ?4,
+                            spent_usd = spent_usd + ?5 WHERE run_id = ?1 AND id = ?2",
+                    params![run_id, item, spend.weighted, spend.turns, usd],
+                )?;
+                tx.execute(
+                    "UPDATE runs SET spent_tokens = spent_tokens + ?2, spent_turns = spent_turns + ?3,
+                            spent_usd = spent_usd + ?4 WHERE id = ?1",
+                    params![run_id, spend.weighted, spend.turns, usd],
+                )?;
+            }
+        }
+        EventKind::SessionNudged { item, attempt, .. } => {
+            set_phase(tx, run_id, item, *attempt, "session_retry")?;
+            tx.execute(
+                "UPDATE attempts SET nudges = nudges + 1 WHERE run_id = ?1 AND item = ?2 AND attempt = ?3",
+                params![run_id, item, attempt],
+            )?;
+        }
+        EventKind::BudgetWarned { .. } | EventKind::BudgetTripped { .. } => {}
+        EventKind::RunPaused { reason, until } => {
+            tx.execute(
+                "UPDATE runs SET paused_until = ?2, pause_reason = ?3 WHERE id = ?1",
+                params![run_id, until, reason],
+            )?;
+        }
+        EventKind::RunUnpaused => {
+            tx.execute(
+                "UPDATE runs SET paused_until = NULL, pause_reason = NULL WHERE id = ?1",
+                params![run_id],
+            )?;
         }
         EventKind::CheckStarted {
             item,
@@ -177,6 +237,7 @@ pub fn apply(
             item,
             attempt,
             reason,
+            park,
             ..
         } => {
             set_phase(tx, run_id, item, *attempt, "failed")?;
@@ -186,9 +247,9 @@ pub fn apply(
             )?;
             tx.execute(
                 "UPDATE items SET reason = ?3,
-                        state = CASE WHEN attempts >= allowed THEN 'parked' ELSE 'queued' END
+                        state = CASE WHEN ?4 OR attempts >= allowed THEN 'parked' ELSE 'queued' END
                  WHERE run_id = ?1 AND id = ?2",
-                params![run_id, item, reason],
+                params![run_id, item, reason, park],
             )?;
         }
         EventKind::WorktreeRemoved { item, attempt } => {

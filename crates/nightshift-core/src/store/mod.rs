@@ -11,7 +11,7 @@ use std::path::Path;
 
 use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
 
-pub use event::{CheckStage, Event, EventKind, Outcome, PlannedItem};
+pub use event::{CheckStage, Event, EventKind, Metric, Outcome, PlannedItem, Scope, Spend};
 pub use lock::{LockError, RunLock, read_holder};
 pub use schema::{MigrateError, VERSION as SCHEMA_VERSION};
 
@@ -52,6 +52,12 @@ pub struct RunRow {
     pub halt_reason: Option<String>,
     pub exit_code: Option<i32>,
     pub pass: u32,
+    pub spent_tokens: f64,
+    pub spent_turns: u32,
+    pub spent_usd: f64,
+    /// Dispatch is paused until this time (epoch seconds), e.g. a usage limit's reset.
+    pub paused_until: Option<i64>,
+    pub pause_reason: Option<String>,
 }
 
 impl RunRow {
@@ -76,6 +82,9 @@ pub struct ItemRow {
     pub preserve_ref: Option<String>,
     pub shipped_commit: Option<String>,
     pub shipped_pass: Option<u32>,
+    pub spent_tokens: f64,
+    pub spent_turns: u32,
+    pub spent_usd: f64,
 }
 
 /// One attempt at an item.
@@ -95,6 +104,14 @@ pub struct AttemptRow {
     pub reason: Option<String>,
     pub worktree_present: bool,
     pub last_check_log: Option<String>,
+    /// Stall nudges given in this attempt.
+    pub nudges: u32,
+    /// Sessions of this attempt that ended on a rate limit or an environment fault.
+    pub env_retries: u32,
+    /// How its last session ended (`completed`, `stalled`, …).
+    pub last_outcome: Option<String>,
+    /// The agent CLI's own session id, for resuming it.
+    pub agent_session: Option<String>,
 }
 
 impl AttemptRow {
@@ -203,7 +220,8 @@ impl Store {
     pub fn items(&self, run_id: &str) -> Result<Vec<ItemRow>, StoreError> {
         let mut stmt = self.conn.prepare(
             "SELECT id, position, prompt, check_command, state, attempts, allowed, current_attempt,
-                    reason, preserve_ref, shipped_commit, shipped_pass
+                    reason, preserve_ref, shipped_commit, shipped_pass, spent_tokens, spent_turns,
+                    spent_usd
              FROM items WHERE run_id = ?1 ORDER BY position",
         )?;
         let rows = stmt.query_map([run_id], |r| {
@@ -220,6 +238,9 @@ impl Store {
                 preserve_ref: r.get(9)?,
                 shipped_commit: r.get(10)?,
                 shipped_pass: r.get(11)?,
+                spent_tokens: r.get(12)?,
+                spent_turns: r.get(13)?,
+                spent_usd: r.get(14)?,
             })
         })?;
         Ok(rows.collect::<Result<_, _>>()?)
@@ -229,7 +250,7 @@ impl Store {
     pub fn attempts(&self, run_id: &str) -> Result<Vec<AttemptRow>, StoreError> {
         let mut stmt = self.conn.prepare(
             "SELECT item, attempt, base, branch, worktree, phase, iteration, candidate, merged, onto,
-                    preserve_ref, reason, worktree_present, last_check_log
+                    preserve_ref, reason, worktree_present, last_check_log, nudges, env_retries, last_outcome, agent_session
              FROM attempts WHERE run_id = ?1 ORDER BY rowid",
         )?;
         let rows = stmt.query_map([run_id], attempt_row)?;
@@ -240,10 +261,10 @@ impl Store {
     pub fn lingering_attempts(&self) -> Result<Vec<(String, AttemptRow)>, StoreError> {
         let mut stmt = self.conn.prepare(
             "SELECT item, attempt, base, branch, worktree, phase, iteration, candidate, merged, onto,
-                    preserve_ref, reason, worktree_present, last_check_log, run_id
+                    preserve_ref, reason, worktree_present, last_check_log, nudges, env_retries, last_outcome, agent_session, run_id
              FROM attempts WHERE worktree_present = 1 ORDER BY rowid",
         )?;
-        let rows = stmt.query_map([], |r| Ok((r.get::<_, String>(14)?, attempt_row(r)?)))?;
+        let rows = stmt.query_map([], |r| Ok((r.get::<_, String>(18)?, attempt_row(r)?)))?;
         Ok(rows.collect::<Result<_, _>>()?)
     }
 
@@ -258,7 +279,7 @@ impl Store {
             .conn
             .query_row(
                 "SELECT item, attempt, base, branch, worktree, phase, iteration, candidate, merged, onto,
-                        preserve_ref, reason, worktree_present, last_check_log
+                        preserve_ref, reason, worktree_present, last_check_log, nudges, env_retries, last_outcome, agent_session
                  FROM attempts WHERE run_id = ?1 AND item = ?2 AND attempt = ?3",
                 params![run_id, item, attempt],
                 attempt_row,
@@ -343,7 +364,7 @@ impl Store {
     }
 }
 
-const RUN_COLUMNS: &str = "id, started_at, finished_at, target, base, max_iterations, max_attempts, state, halt_reason, exit_code, pass";
+const RUN_COLUMNS: &str = "id, started_at, finished_at, target, base, max_iterations, max_attempts, state, halt_reason, exit_code, pass, spent_tokens, spent_turns, spent_usd, paused_until, pause_reason";
 
 fn run_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RunRow> {
     Ok(RunRow {
@@ -358,6 +379,11 @@ fn run_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RunRow> {
         halt_reason: r.get(8)?,
         exit_code: r.get(9)?,
         pass: r.get(10)?,
+        spent_tokens: r.get(11)?,
+        spent_turns: r.get(12)?,
+        spent_usd: r.get(13)?,
+        paused_until: r.get(14)?,
+        pause_reason: r.get(15)?,
     })
 }
 
@@ -377,6 +403,10 @@ fn attempt_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<AttemptRow> {
         reason: r.get(11)?,
         worktree_present: r.get::<_, i64>(12)? != 0,
         last_check_log: r.get(13)?,
+        nudges: r.get(14)?,
+        env_retries: r.get(15)?,
+        last_outcome: r.get(16)?,
+        agent_session: r.get(17)?,
     })
 }
 

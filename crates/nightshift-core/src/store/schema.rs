@@ -3,7 +3,7 @@
 use rusqlite::Connection;
 
 /// The schema version this binary writes. An older binary refuses a newer database.
-pub const VERSION: i64 = 1;
+pub const VERSION: i64 = 2;
 
 const V1: &str = r#"
 CREATE TABLE events (
@@ -65,6 +65,22 @@ CREATE TABLE attempts (
 );
 "#;
 
+/// Version 2: what sessions spent, run pauses, nudges and environmental retries.
+const V2: &str = r#"
+ALTER TABLE items ADD COLUMN spent_tokens REAL NOT NULL DEFAULT 0;
+ALTER TABLE items ADD COLUMN spent_turns INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE items ADD COLUMN spent_usd REAL NOT NULL DEFAULT 0;
+ALTER TABLE runs ADD COLUMN spent_tokens REAL NOT NULL DEFAULT 0;
+ALTER TABLE runs ADD COLUMN spent_turns INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE runs ADD COLUMN spent_usd REAL NOT NULL DEFAULT 0;
+ALTER TABLE runs ADD COLUMN paused_until INTEGER;
+ALTER TABLE runs ADD COLUMN pause_reason TEXT;
+ALTER TABLE attempts ADD COLUMN nudges INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE attempts ADD COLUMN env_retries INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE attempts ADD COLUMN last_outcome TEXT;
+ALTER TABLE attempts ADD COLUMN agent_session TEXT;
+"#;
+
 /// Errors from bringing a database to this binary's schema.
 #[derive(Debug, thiserror::Error)]
 pub enum MigrateError {
@@ -86,6 +102,12 @@ pub fn migrate(conn: &mut Connection) -> Result<(), MigrateError> {
         let tx = conn.transaction()?;
         tx.execute_batch(V1)?;
         tx.pragma_update(None, "user_version", 1)?;
+        tx.commit()?;
+    }
+    if found < 2 {
+        let tx = conn.transaction()?;
+        tx.execute_batch(V2)?;
+        tx.pragma_update(None, "user_version", 2)?;
         tx.commit()?;
     }
     Ok(())

@@ -46,6 +46,7 @@ fn record_appends_and_folds_in_one_step() {
                 attempt: 1,
                 reason: "red".into(),
                 preserve_ref: None,
+                park: false,
             },
         )
         .unwrap();

@@ -16,3 +16,4 @@ mod lock;
 mod pipeline;
 mod reading;
 mod restore;
+mod sessions;

@@ -1,1 +1,294 @@
-//! Parsing a check's output into test ids and their states (being built: issue 5).
+//! Parsing a check's output into test ids and their states, and judging progress across
+//! iterations from the failing sets (DESIGN.md §2 "failing set", §7; issue 5).
+//!
+//! This room is pure: bytes in, [`Results`] out; failing sets in, a [`Progress`] verdict out.
+//!
+//! # What a parse promises
+//!
+//! [`parse`] returns `Some` only when the output is recognisably one runner's report; `None`
+//! means "judge by the exit code alone". Detection (`format = None`, i.e. `auto`) is
+//! conservative: every format needs its runner's own framing (a summary line, a plan, an XML
+//! root, a JSON event shape), never just a word like `ok` or `FAILED`, and formats are tried in
+//! a fixed order, the first that recognises the output wins: JUnit XML, `go test -json`,
+//! nextest, libtest, pytest, TAP. One output is one format: a check that runs two runners
+//! should name one with `[check] format` or emit JUnit.
+//!
+//! Parse the **whole** output (the log file), not a tail: a truncated report loses tests.
+//!
+//! A red exit code with an empty failing set is possible (a compile error, a runner killed
+//! before it named anything); callers must not read that as converged. Where the runner itself
+//! blames a unit larger than one test and no test inside it failed, that unit's id is the
+//! failing id ("container ids"): a Go package that failed to build or failed outside its
+//! tests (`example.com/pkg`), a pytest module that failed to collect (`tests/test_x.py`), a
+//! cargo test binary that crashed before its `test result:` line (its binary key, see below),
+//! and TAP tests that a plan announced but never reported (`3`).
+//!
+//! # Test ids (stable across runs of the same command, unique within one output)
+//!
+//! | format | id |
+//! |---|---|
+//! | JUnit XML | `classname::name`, or `name` when the classname is empty or absent |
+//! | TAP | `N description`: the test number (explicit, else its position), a space, and the description with a leading `-` removed, cut at the first unescaped `#` (the directive), `\#` and `\\` unescaped, runs of whitespace collapsed to one space and trimmed; just `N` when empty. Subtests (indented by four spaces) are `parent id > child id`; a stream announced by `prove -v` (`t/a.t ..`) prefixes `t/a.t::` |
+//! | libtest (`cargo test`) | `binary test::path`, where the binary key comes from cargo's `Running` line: `crate@src/lib.rs`, `cli@tests/cli.rs`, `crate@doc` for doc-tests (the artifact name without its hash, `@`, the source path); the bare test path when the output has no `Running` lines (a test binary run directly, or stderr not captured). A `- should panic` suffix is dropped |
+//! | nextest | `binary-id test::path` as nextest prints it (`alpha tests::it_adds`, `alpha::cli it_adds`, `beta::bin/beta tests::it_adds`); with `--message-format libtest-json`, `crate::binary test::path` from its `crate::binary$test::path` names |
+//! | pytest | the node id: `tests/test_x.py::TestClass::test_name[param]` |
+//! | `go test -json` | `package/Test`, subtests included: `example.com/pkg/TestTable/case_one` |
+//!
+//! When one id is reported more than once, the worst state wins (failed, then skipped, then
+//! passed), except nextest, where the last line for a test wins (retries: `TRY 2 PASS`).
+//!
+//! # Format notes
+//!
+//! - pytest: per-test lines come from `-v` (`tests/x.py::t PASSED  [ 50%]`, also `pytest-xdist`'s
+//!   `[gw0] [ 50%] PASSED tests/x.py::t`) or from the `-rA` summary (`PASSED tests/x.py::t`,
+//!   `FAILED tests/x.py::t - msg`). The closing line (`3 failed, 4 passed in 0.11s`) is required
+//!   and checked: when it counts more passed or failed tests than the output names (pytest's
+//!   default terse output names only failures), the output is treated as unparsed, since a
+//!   partial list would shrink the collected set. `XFAIL` is skipped, `XPASS` passed, `ERROR`
+//!   failed. The `-rA` lines `SKIPPED [2] tests/x.py:9: reason` carry no test id and are not
+//!   counted; run with `-v` (or use `--junitxml`) to see skipped tests by id.
+//! - nextest: skipped tests are listed only with `--status-level skip` (or `all`).
+//! - TAP: `# SKIP` is skipped on either `ok` or `not ok`; `not ok … # TODO` is skipped (an
+//!   expected failure), `ok … # TODO` passed. `Bail out!` ends the stream; planned tests never
+//!   reported are failed under their number.
+
+mod gotest;
+mod junit;
+mod libtest;
+mod nextest;
+mod progress;
+mod pytest;
+mod tap;
+mod text;
+mod xml;
+
+#[cfg(test)]
+mod samples;
+#[cfg(test)]
+mod tests;
+
+use std::collections::BTreeSet;
+
+use serde::{Deserialize, Serialize};
+
+pub use progress::{DEFAULT_K, FailingSet, Progress, assess};
+
+/// The state of one test in one check run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TestState {
+    Passed,
+    Failed,
+    Skipped,
+}
+
+impl TestState {
+    /// Rank for "worst wins" merging: failed over skipped over passed.
+    fn severity(self) -> u8 {
+        match self {
+            TestState::Passed => 0,
+            TestState::Skipped => 1,
+            TestState::Failed => 2,
+        }
+    }
+}
+
+/// One test's id and state.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct TestResult {
+    pub id: String,
+    pub state: TestState,
+}
+
+/// The parsed report of one check run: every test once, sorted by id.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Results {
+    pub tests: Vec<TestResult>,
+    pub format: Format,
+}
+
+impl Results {
+    /// The ids of the failed tests.
+    pub fn failing_set(&self) -> FailingSet {
+        self.tests
+            .iter()
+            .filter(|t| t.state == TestState::Failed)
+            .map(|t| t.id.clone())
+            .collect()
+    }
+
+    /// How many tests were skipped.
+    pub fn skipped_count(&self) -> usize {
+        self.tests
+            .iter()
+            .filter(|t| t.state == TestState::Skipped)
+            .count()
+    }
+
+    /// Every id the run reported, whatever its state.
+    pub fn collected(&self) -> BTreeSet<String> {
+        self.tests.iter().map(|t| t.id.clone()).collect()
+    }
+
+    /// Builds results from raw reports, merging repeated ids per `merge`.
+    fn from_reports(format: Format, mut reports: Vec<TestResult>, merge: Merge) -> Results {
+        // A stable sort keeps repeated ids in report order, so "last" means last reported.
+        reports.sort_by(|a, b| a.id.cmp(&b.id));
+        let mut tests: Vec<TestResult> = Vec::with_capacity(reports.len());
+        for report in reports {
+            match tests.last_mut() {
+                Some(kept) if kept.id == report.id => {
+                    let replace = match merge {
+                        Merge::WorstWins => report.state.severity() > kept.state.severity(),
+                        Merge::LastWins => true,
+                    };
+                    if replace {
+                        kept.state = report.state;
+                    }
+                }
+                _ => tests.push(report),
+            }
+        }
+        Results { tests, format }
+    }
+}
+
+/// How a repeated id is resolved.
+#[derive(Debug, Clone, Copy)]
+enum Merge {
+    WorstWins,
+    LastWins,
+}
+
+/// A test-report format the parser understands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Format {
+    #[serde(rename = "junit")]
+    JunitXml,
+    #[serde(rename = "tap")]
+    Tap,
+    #[serde(rename = "libtest")]
+    Libtest,
+    #[serde(rename = "nextest")]
+    Nextest,
+    #[serde(rename = "pytest")]
+    Pytest,
+    #[serde(rename = "go-test-json")]
+    GoTestJson,
+}
+
+/// What `[check] format` asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum FormatChoice {
+    /// Detect the format from the output (`auto`, the default).
+    Auto,
+    /// Never parse: the exit code alone decides (`exit-code`).
+    ExitCode,
+    /// Parse as this format only.
+    Fixed(Format),
+}
+
+impl FormatChoice {
+    /// Parses `output` as this choice asks; `None` means "judge by the exit code alone".
+    pub fn parse(self, output: &[u8]) -> Option<Results> {
+        match self {
+            FormatChoice::Auto => parse(output, None),
+            FormatChoice::ExitCode => None,
+            FormatChoice::Fixed(format) => parse(output, Some(format)),
+        }
+    }
+}
+
+/// An unknown `[check] format` value.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "unknown check format `{0}`: expected one of junit, tap, libtest, nextest, pytest, \
+     go-test-json, auto, exit-code"
+)]
+pub struct UnknownFormat(pub String);
+
+/// Formats in detection order: the most self-describing first.
+const DETECTION_ORDER: [Format; 6] = [
+    Format::JunitXml,
+    Format::GoTestJson,
+    Format::Nextest,
+    Format::Libtest,
+    Format::Pytest,
+    Format::Tap,
+];
+
+impl Format {
+    /// Reads a `[check] format` value: `junit`, `tap`, `libtest`, `nextest`, `pytest`,
+    /// `go-test-json`, `auto` or `exit-code`.
+    pub fn from_config(value: &str) -> Result<FormatChoice, UnknownFormat> {
+        match value {
+            "auto" => Ok(FormatChoice::Auto),
+            "exit-code" => Ok(FormatChoice::ExitCode),
+            other => [
+                Format::JunitXml,
+                Format::Tap,
+                Format::Libtest,
+                Format::Nextest,
+                Format::Pytest,
+                Format::GoTestJson,
+            ]
+            .into_iter()
+            .find(|f| f.as_str() == other)
+            .map(FormatChoice::Fixed)
+            .ok_or_else(|| UnknownFormat(other.to_owned())),
+        }
+    }
+
+    /// The name used in `nightshift.toml` and in JSON.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Format::JunitXml => "junit",
+            Format::Tap => "tap",
+            Format::Libtest => "libtest",
+            Format::Nextest => "nextest",
+            Format::Pytest => "pytest",
+            Format::GoTestJson => "go-test-json",
+        }
+    }
+}
+
+impl std::fmt::Display for Format {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// How strictly a parser looks for its format's framing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    /// Auto-detection: the runner's own framing must be present.
+    Detect,
+    /// The format was configured: per-test lines suffice.
+    Forced,
+}
+
+/// Parses a check's output (stdout and stderr as captured, whole) into test results.
+///
+/// With `format = None` the format is detected; `None` back means nothing parsed and the
+/// check is judged by its exit code alone.
+pub fn parse(output: &[u8], format: Option<Format>) -> Option<Results> {
+    let text = text::normalize(output);
+    match format {
+        Some(format) => parse_as(format, &text, Mode::Forced),
+        None => DETECTION_ORDER
+            .into_iter()
+            .find_map(|format| parse_as(format, &text, Mode::Detect)),
+    }
+}
+
+fn parse_as(format: Format, text: &str, mode: Mode) -> Option<Results> {
+    let (reports, merge) = match format {
+        Format::JunitXml => (junit::parse(text)?, Merge::WorstWins),
+        Format::Tap => (tap::parse(text, mode)?, Merge::WorstWins),
+        Format::Libtest => (libtest::parse(text, mode)?, Merge::WorstWins),
+        Format::Nextest => (nextest::parse(text, mode)?, Merge::LastWins),
+        Format::Pytest => (pytest::parse(text, mode)?, Merge::WorstWins),
+        Format::GoTestJson => (gotest::parse(text)?, Merge::WorstWins),
+    };
+    Some(Results::from_reports(format, reports, merge))
+}

@@ -1,0 +1,393 @@
+//! OpenAI Codex: `codex exec --json`.
+//!
+//! * `thread.started` gives the id `codex exec resume` takes.
+//! * Usage arrives only on `turn.completed` and is summed over turns. `cached_input_tokens`
+//!   (and, in 0.147+, `cache_write_input_tokens`, assumed to be counted the same way) is part of
+//!   `input_tokens`, so [`Usage::input`] is `input_tokens` minus both; `reasoning_output_tokens`
+//!   is part of `output_tokens`. No cost is reported.
+//! * `turn.completed` ends a turn as [`FinishKind::Ok`]; `turn.failed` is classified from its
+//!   message, which may itself be a JSON-encoded API error (`{"status":400,"error":{…}}`, or a
+//!   `usage_limit_reached` error with `resets_at`), then from text ("try again at 3:28 PM",
+//!   "try again in 3 days 6 hours 57 minutes").
+//! * A top-level `error` is remembered for [`StreamParser::finish`] (a fatal error with no
+//!   `turn.failed` after it still ends the session); `Reconnecting… n/5` errors are the CLI's own
+//!   retries and become [`AgentEvent::Retrying`].
+//! * An `item.completed` of type `error` is a warning (it can come before `turn.started`) and is
+//!   not reported. `request_user_input` comes out as [`AgentEvent::Unknown`]: nobody will answer.
+
+use std::collections::HashSet;
+
+use jiff::tz::TimeZone;
+use serde::Deserialize;
+
+use super::classify::{Signal, finish_kind, signal_from_status, signal_from_text};
+use super::line::{Dialect, LineReader};
+use super::reset::ResetClock;
+use super::wire::{ErrorField, Int, List, Num, Obj, Str};
+use super::{AgentEvent, FinishKind, Finished, SessionTotals, StreamParser, Usage};
+
+const EVENT_TYPES: &[&str] = &[
+    "thread.started",
+    "turn.started",
+    "turn.completed",
+    "turn.failed",
+    "item.started",
+    "item.updated",
+    "item.completed",
+    "item.plan.delta",
+    "request_user_input",
+    "error",
+];
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct Line<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: Str<'a>,
+    #[serde(borrow)]
+    thread_id: Str<'a>,
+    #[serde(borrow)]
+    item: Obj<Item<'a>>,
+    usage: Obj<CodexUsage>,
+    #[serde(borrow)]
+    error: ErrorField<'a>,
+    #[serde(borrow)]
+    message: Str<'a>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct Item<'a> {
+    #[serde(borrow)]
+    id: Str<'a>,
+    #[serde(rename = "type", borrow)]
+    kind: Str<'a>,
+    #[serde(borrow)]
+    text: Str<'a>,
+    exit_code: Int,
+    #[serde(borrow)]
+    status: Str<'a>,
+    #[serde(borrow)]
+    changes: List<Obj<Change<'a>>>,
+    #[serde(borrow)]
+    server: Str<'a>,
+    #[serde(borrow)]
+    tool: Str<'a>,
+    #[serde(borrow)]
+    error: ErrorField<'a>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct Change<'a> {
+    #[serde(borrow)]
+    path: Str<'a>,
+}
+
+#[derive(Deserialize, Default, Clone, Copy)]
+#[serde(default)]
+struct CodexUsage {
+    input_tokens: Num,
+    cached_input_tokens: Num,
+    cache_write_input_tokens: Num,
+    output_tokens: Num,
+    reasoning_output_tokens: Num,
+}
+
+impl CodexUsage {
+    fn to_usage(self) -> Usage {
+        let cached = self.cached_input_tokens.or_zero();
+        let written = self.cache_write_input_tokens.or_zero();
+        Usage {
+            input: self
+                .input_tokens
+                .or_zero()
+                .saturating_sub(cached)
+                .saturating_sub(written),
+            output: self.output_tokens.or_zero(),
+            cache_read: cached,
+            cache_write: written,
+            reasoning: self.reasoning_output_tokens.or_zero(),
+        }
+    }
+}
+
+#[derive(Debug, Default)]
+struct State {
+    clock: ResetClock,
+    turns: u32,
+    usage: Usage,
+    /// Tool items seen starting, so that their completion does not report the call twice.
+    started: HashSet<Box<str>>,
+    last_error: Option<String>,
+    finished: bool,
+}
+
+/// Streaming parser for `codex exec --json`.
+#[derive(Debug, Default)]
+pub struct CodexParser {
+    reader: LineReader,
+    state: State,
+}
+
+impl CodexParser {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The zone of clock times printed without one ("try again at 3:28 PM" is the local time of
+    /// the machine Codex runs on; default: the system zone).
+    pub fn with_time_zone(mut self, tz: TimeZone) -> Self {
+        self.state.clock.tz = Some(tz);
+        self
+    }
+}
+
+impl StreamParser for CodexParser {
+    fn feed_line(&mut self, line: &[u8]) -> Vec<AgentEvent> {
+        self.reader.feed(&mut self.state, line)
+    }
+
+    fn finish(&mut self) -> Vec<AgentEvent> {
+        let mut out = self.reader.finish();
+        let s = &mut self.state;
+        if !s.finished
+            && let Some(message) = s.last_error.take()
+        {
+            s.finished = true;
+            out.push(AgentEvent::Finished(Finished {
+                kind: classify(&message, &s.clock),
+                cost_usd: None,
+                turns: Some(s.turns),
+                result_usage: None,
+            }));
+        }
+        out
+    }
+
+    fn totals(&self) -> SessionTotals {
+        SessionTotals {
+            usage: self.state.usage,
+            turns: self.state.turns,
+            cost_usd: None,
+            by_model: Default::default(),
+        }
+    }
+
+    fn set_now(&mut self, now: i64) {
+        self.state.clock.now = Some(now);
+    }
+}
+
+/// A tool-like item's name for [`AgentEvent::ToolCall`], or `None` for items that are not calls.
+fn tool_name(item: &Item) -> Option<String> {
+    match item.kind.or_empty() {
+        "mcp_tool_call" => Some(format!(
+            "mcp__{}__{}",
+            item.server.or_empty(),
+            item.tool.or_empty()
+        )),
+        k @ ("command_execution" | "file_change" | "web_search" | "collab_tool_call") => {
+            Some(k.to_owned())
+        }
+        _ => None,
+    }
+}
+
+impl Dialect for State {
+    fn handle(
+        &mut self,
+        json: &[u8],
+        _line: usize,
+        strict: bool,
+        out: &mut Vec<AgentEvent>,
+    ) -> Result<bool, serde_json::Error> {
+        let l: Line = serde_json::from_slice(json)?;
+        let kind = l.kind.or_empty();
+        if strict && !EVENT_TYPES.contains(&kind) {
+            return Ok(false);
+        }
+        match kind {
+            "thread.started" => out.push(AgentEvent::SessionStarted {
+                session_id: l.thread_id.or_empty().to_owned(),
+                model: None,
+            }),
+            "turn.started" => {
+                self.turns += 1;
+                self.finished = false;
+            }
+            "item.started" => {
+                if let Some(item) = &l.item.0
+                    && let Some(name) = tool_name(item)
+                {
+                    self.started.insert(item.id.or_empty().into());
+                    out.push(AgentEvent::ToolCall { name });
+                }
+            }
+            "item.completed" => {
+                if let Some(item) = &l.item.0 {
+                    self.item_completed(item, out);
+                }
+            }
+            "turn.completed" => {
+                let u = l.usage.0.map(CodexUsage::to_usage).unwrap_or_default();
+                self.usage += u;
+                if !u.is_zero() {
+                    out.push(AgentEvent::Usage(u));
+                }
+                self.finished = true;
+                out.push(AgentEvent::Finished(Finished {
+                    kind: FinishKind::Ok,
+                    cost_usd: None,
+                    turns: Some(self.turns),
+                    result_usage: Some(self.usage),
+                }));
+            }
+            "turn.failed" => {
+                let message = l
+                    .error
+                    .message
+                    .as_deref()
+                    .map(str::to_owned)
+                    .or_else(|| self.last_error.clone())
+                    .unwrap_or_else(|| l.error.describe());
+                self.finished = true;
+                out.push(AgentEvent::Finished(Finished {
+                    kind: classify(&message, &self.clock),
+                    cost_usd: None,
+                    turns: Some(self.turns),
+                    result_usage: None,
+                }));
+            }
+            "error" => {
+                let message = l
+                    .message
+                    .to_owned_string()
+                    .or_else(|| l.error.message.as_deref().map(str::to_owned))
+                    .unwrap_or_default();
+                if message.to_ascii_lowercase().starts_with("reconnecting") {
+                    out.push(AgentEvent::Retrying {
+                        status: None,
+                        delay_ms: None,
+                        reason: message,
+                    });
+                } else {
+                    self.last_error = Some(message);
+                }
+            }
+            "item.updated" | "item.plan.delta" => {}
+            other => out.push(AgentEvent::Unknown {
+                raw_type: other.to_owned(),
+            }),
+        }
+        Ok(true)
+    }
+}
+
+impl State {
+    fn item_completed(&mut self, item: &Item, out: &mut Vec<AgentEvent>) {
+        let status = item.status.get();
+        if item.kind.get() == Some("agent_message") {
+            if let Some(text) = item.text.get() {
+                out.push(AgentEvent::Text {
+                    text: text.to_owned(),
+                });
+            }
+            return;
+        }
+        let Some(name) = tool_name(item) else { return };
+        if !self.started.remove(item.id.or_empty()) {
+            out.push(AgentEvent::ToolCall { name });
+        }
+        let completed = matches!(status, None | Some("completed"));
+        let ok = match item.kind.or_empty() {
+            "command_execution" => completed && item.exit_code.0.is_none_or(|c| c == 0),
+            "mcp_tool_call" => completed && item.error.is_empty(),
+            _ => completed,
+        };
+        out.push(AgentEvent::ToolResult { ok });
+        if item.kind.get() == Some("file_change") && ok {
+            for change in item.changes.0.iter().filter_map(Obj::as_ref) {
+                if let Some(path) = change.path.get() {
+                    out.push(AgentEvent::FileChanged {
+                        path: path.to_owned(),
+                    });
+                }
+            }
+        }
+    }
+}
+
+/// The fields of an API error that Codex passes on as a JSON string.
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct ApiError<'a> {
+    status: Int,
+    status_code: Int,
+    #[serde(borrow)]
+    error: ApiErrorBody<'a>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct ApiErrorBody<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: Str<'a>,
+    #[serde(borrow)]
+    message: Str<'a>,
+    #[serde(borrow)]
+    code: Str<'a>,
+    resets_at: Int,
+    resets_in_seconds: Int,
+}
+
+/// Classifies a failed turn from its message.
+fn classify(message: &str, clock: &ResetClock) -> FinishKind {
+    let api: Option<ApiError<'_>> = message
+        .trim_start()
+        .starts_with('{')
+        .then(|| serde_json::from_str(message).ok())
+        .flatten();
+    let api = api.unwrap_or_default();
+    let kind = api.error.kind.or_empty().to_ascii_lowercase();
+    let code = api.error.code.or_empty().to_ascii_lowercase();
+    let inner = api.error.message.get().unwrap_or(message);
+    let texts = [inner, message, kind.as_str(), code.as_str()];
+    let quota = || FinishKind::QuotaExhausted {
+        resets_at: api
+            .error
+            .resets_at
+            .0
+            .or_else(|| {
+                let now = clock.now?;
+                Some(now.saturating_add(api.error.resets_in_seconds.0?))
+            })
+            .or_else(|| clock.resolve(texts)),
+    };
+
+    if kind.contains("usage_limit") || code.contains("usage_limit") {
+        return quota();
+    }
+    let signal = signal_from_text(texts);
+    match api.status.0.or(api.status_code.0) {
+        Some(429) => {
+            return if signal == Some(Signal::Quota) {
+                quota()
+            } else {
+                FinishKind::Transient
+            };
+        }
+        Some(status) => {
+            if let Some(s) = signal_from_status(status) {
+                return finish_kind(s, quota);
+            }
+        }
+        None => {}
+    }
+    match signal {
+        Some(s) => finish_kind(s, quota),
+        None => FinishKind::AgentError {
+            message: inner.to_owned(),
+        },
+    }
+}

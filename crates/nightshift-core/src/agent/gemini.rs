@@ -1,0 +1,331 @@
+//! Gemini CLI: `gemini --output-format stream-json`.
+//!
+//! * Non-JSON lines (the CLI's banners, "YOLO mode is enabled.", "Loaded cached credentials.",
+//!   which reach stdout interleaved with the stream) come out as [`AgentEvent::Malformed`] like
+//!   any unreadable line: harmless, logged and skipped. They are not hidden, so that a stream
+//!   that is *only* banners is visible as such.
+//! * Assistant text arrives as `delta` fragments, one [`AgentEvent::Text`] each.
+//! * Usage arrives only with `result.stats`: `input_tokens` = `cached` + `input`, so
+//!   [`Usage::input`] is `input` (or `input_tokens - cached`) and `cached` is a cache read.
+//!   `total_tokens` exceeds input + output (presumably thinking tokens, not reported separately
+//!   and not counted here).
+//! * A turn is a run of assistant output (text or tool calls) between tool results or user
+//!   messages: the stream has no per-call marker, so this approximates API calls.
+//! * Warnings that announce a retry (429, "retrying") become [`AgentEvent::Retrying`]; an error
+//!   event is remembered to classify the ending.
+
+use std::collections::{BTreeMap, HashMap};
+
+use jiff::tz::TimeZone;
+use serde::Deserialize;
+
+use super::classify::{finish_kind, signal_from_status, signal_from_text};
+use super::line::{Dialect, LineReader};
+use super::reset::ResetClock;
+use super::wire::{ErrorField, Num, Obj, Str};
+use super::{AgentEvent, FinishKind, Finished, SessionTotals, StreamParser, Usage};
+
+const EVENT_TYPES: &[&str] = &[
+    "init",
+    "message",
+    "tool_use",
+    "tool_result",
+    "error",
+    "result",
+];
+
+/// Tools whose successful result means a file changed.
+const FILE_TOOLS: &[&str] = &["write_file", "replace", "edit"];
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct Line<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: Str<'a>,
+    #[serde(borrow)]
+    session_id: Str<'a>,
+    #[serde(borrow)]
+    model: Str<'a>,
+    #[serde(borrow)]
+    role: Str<'a>,
+    #[serde(borrow)]
+    content: Str<'a>,
+    #[serde(borrow)]
+    tool_name: Str<'a>,
+    #[serde(borrow)]
+    tool_id: Str<'a>,
+    #[serde(borrow)]
+    parameters: Obj<Params<'a>>,
+    #[serde(borrow)]
+    status: Str<'a>,
+    #[serde(borrow)]
+    error: ErrorField<'a>,
+    #[serde(borrow)]
+    severity: Str<'a>,
+    #[serde(borrow)]
+    message: Str<'a>,
+    stats: Obj<Stats>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct Params<'a> {
+    #[serde(borrow)]
+    file_path: Str<'a>,
+    #[serde(borrow)]
+    absolute_path: Str<'a>,
+}
+
+#[derive(Deserialize, Default, Clone, Copy)]
+#[serde(default)]
+struct Stats {
+    input_tokens: Num,
+    output_tokens: Num,
+    cached: Num,
+    input: Num,
+}
+
+impl Stats {
+    fn to_usage(self) -> Usage {
+        let cached = self.cached.or_zero();
+        Usage {
+            input: self
+                .input
+                .0
+                .unwrap_or_else(|| self.input_tokens.or_zero().saturating_sub(cached)),
+            output: self.output_tokens.or_zero(),
+            cache_read: cached,
+            cache_write: 0,
+            reasoning: 0,
+        }
+    }
+}
+
+#[derive(Debug, Default)]
+struct State {
+    clock: ResetClock,
+    model: Option<String>,
+    usage: Usage,
+    by_model: BTreeMap<String, Usage>,
+    turns: u32,
+    in_run: bool,
+    pending_files: HashMap<Box<str>, String>,
+    last_error: Option<String>,
+    finished: bool,
+}
+
+/// Streaming parser for Gemini CLI's `stream-json`.
+#[derive(Debug, Default)]
+pub struct GeminiParser {
+    reader: LineReader,
+    state: State,
+}
+
+impl GeminiParser {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The zone of clock times printed without one (default: the system zone).
+    pub fn with_time_zone(mut self, tz: TimeZone) -> Self {
+        self.state.clock.tz = Some(tz);
+        self
+    }
+}
+
+impl StreamParser for GeminiParser {
+    fn feed_line(&mut self, line: &[u8]) -> Vec<AgentEvent> {
+        self.reader.feed(&mut self.state, line)
+    }
+
+    fn finish(&mut self) -> Vec<AgentEvent> {
+        let mut out = self.reader.finish();
+        let s = &mut self.state;
+        if !s.finished
+            && let Some(message) = s.last_error.take()
+        {
+            s.finished = true;
+            out.push(AgentEvent::Finished(Finished {
+                kind: classify(&[message.as_str()], None, &s.clock),
+                cost_usd: None,
+                turns: None,
+                result_usage: None,
+            }));
+        }
+        out
+    }
+
+    fn totals(&self) -> SessionTotals {
+        SessionTotals {
+            usage: self.state.usage,
+            turns: self.state.turns,
+            cost_usd: None,
+            by_model: self.state.by_model.clone(),
+        }
+    }
+
+    fn set_now(&mut self, now: i64) {
+        self.state.clock.now = Some(now);
+    }
+}
+
+impl Dialect for State {
+    fn handle(
+        &mut self,
+        json: &[u8],
+        _line: usize,
+        strict: bool,
+        out: &mut Vec<AgentEvent>,
+    ) -> Result<bool, serde_json::Error> {
+        let l: Line = serde_json::from_slice(json)?;
+        let kind = l.kind.or_empty();
+        if strict && !EVENT_TYPES.contains(&kind) {
+            return Ok(false);
+        }
+        match kind {
+            "init" => {
+                self.model = l.model.to_owned_string();
+                self.finished = false;
+                out.push(AgentEvent::SessionStarted {
+                    session_id: l.session_id.or_empty().to_owned(),
+                    model: self.model.clone(),
+                });
+            }
+            "message" => match l.role.or_empty() {
+                "assistant" => {
+                    self.start_run();
+                    if let Some(text) = l.content.get() {
+                        out.push(AgentEvent::Text {
+                            text: text.to_owned(),
+                        });
+                    }
+                }
+                _ => self.in_run = false,
+            },
+            "tool_use" => {
+                self.start_run();
+                let name = l.tool_name.or_empty();
+                out.push(AgentEvent::ToolCall {
+                    name: name.to_owned(),
+                });
+                if FILE_TOOLS.contains(&name) {
+                    let path = l
+                        .parameters
+                        .as_ref()
+                        .and_then(|p| p.file_path.get().or(p.absolute_path.get()));
+                    if let (Some(id), Some(path)) = (l.tool_id.get(), path) {
+                        self.pending_files.insert(id.into(), path.to_owned());
+                    }
+                }
+            }
+            "tool_result" => {
+                self.in_run = false;
+                let ok = l.status.get() == Some("success");
+                out.push(AgentEvent::ToolResult { ok });
+                let path = l.tool_id.get().and_then(|id| self.pending_files.remove(id));
+                if let (true, Some(path)) = (ok, path) {
+                    out.push(AgentEvent::FileChanged { path });
+                }
+            }
+            "error" => {
+                let message = l
+                    .message
+                    .to_owned_string()
+                    .or_else(|| l.error.message.as_deref().map(str::to_owned))
+                    .unwrap_or_default();
+                let lower = message.to_ascii_lowercase();
+                if lower.contains("retry") || lower.contains("retrying") || lower.contains("429") {
+                    out.push(AgentEvent::Retrying {
+                        status: http_status_in(&lower),
+                        delay_ms: None,
+                        reason: message,
+                    });
+                } else if l.severity.get() != Some("warning") {
+                    self.last_error = Some(message);
+                }
+            }
+            "result" => self.result(&l, out),
+            other => out.push(AgentEvent::Unknown {
+                raw_type: other.to_owned(),
+            }),
+        }
+        Ok(true)
+    }
+}
+
+impl State {
+    fn start_run(&mut self) {
+        if !self.in_run {
+            self.in_run = true;
+            self.turns += 1;
+        }
+    }
+
+    fn result(&mut self, l: &Line, out: &mut Vec<AgentEvent>) {
+        self.in_run = false;
+        let usage = l.stats.0.map(Stats::to_usage);
+        if let Some(u) = usage {
+            self.usage += u;
+            if let Some(model) = &self.model {
+                *self.by_model.entry(model.clone()).or_default() += u;
+            }
+            if !u.is_zero() {
+                out.push(AgentEvent::Usage(u));
+            }
+        }
+        let kind = if l.status.get() == Some("success") {
+            FinishKind::Ok
+        } else {
+            let described = l.error.describe();
+            let mut texts: Vec<&str> = vec![described.as_str()];
+            if let Some(e) = &self.last_error {
+                texts.push(e);
+            }
+            classify(&texts, l.error.code, &self.clock)
+        };
+        self.finished = true;
+        self.last_error = None;
+        out.push(AgentEvent::Finished(Finished {
+            kind,
+            cost_usd: None,
+            turns: None,
+            result_usage: usage,
+        }));
+    }
+}
+
+/// A three-digit HTTP error status written in a message ("status 429", "[429 Too Many…]").
+fn http_status_in(text: &str) -> Option<u16> {
+    let b = text.as_bytes();
+    (0..b.len().saturating_sub(2)).find_map(|i| {
+        let w = &b[i..i + 3];
+        let boundary_before = i == 0 || !b[i - 1].is_ascii_digit();
+        let boundary_after = b.get(i + 3).is_none_or(|c| !c.is_ascii_digit());
+        (w.iter().all(u8::is_ascii_digit) && boundary_before && boundary_after)
+            .then(|| std::str::from_utf8(w).ok()?.parse::<u16>().ok())
+            .flatten()
+            .filter(|s| (400..600).contains(s))
+    })
+}
+
+fn classify(texts: &[&str], code: Option<i64>, clock: &ResetClock) -> FinishKind {
+    let quota = || FinishKind::QuotaExhausted {
+        resets_at: clock.resolve(texts.iter().copied()),
+    };
+    if code == Some(429) {
+        return quota();
+    }
+    if let Some(s) = code.and_then(signal_from_status) {
+        return finish_kind(s, quota);
+    }
+    match signal_from_text(texts.iter().copied()) {
+        Some(s) => finish_kind(s, quota),
+        None => FinishKind::AgentError {
+            message: texts
+                .iter()
+                .find(|t| !t.is_empty())
+                .map(|t| (*t).to_owned())
+                .unwrap_or_else(|| "agent reported an error".to_owned()),
+        },
+    }
+}

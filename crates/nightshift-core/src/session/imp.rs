@@ -1,0 +1,427 @@
+//! The select loop of one supervised process.
+
+use std::collections::VecDeque;
+use std::io::Write;
+use std::os::unix::process::ExitStatusExt;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::{Signal, killpg};
+use nix::unistd::Pid;
+use sha2::{Digest, Sha256};
+use tokio::io::AsyncReadExt;
+
+use super::budget::{Crossing, Guard};
+use super::{Outcome, ProcessEnd, SessionError, SessionEvent, SessionPacket, hex, sweep};
+use crate::agent::{AgentEvent, FinishKind, Finished, RateLimitState, StreamParser};
+use crate::clock::{Deadline, StallTimer, TICK};
+
+/// After the process exits, how long its pipes may stay open (held by a leaked descendant)
+/// before we stop reading them.
+const LEAK_TIMEOUT: Duration = Duration::from_secs(2);
+/// The longest stdout line handed to a parser; longer ones are cut (and parse as malformed).
+const MAX_LINE: usize = 16 * 1024 * 1024;
+
+/// Why nightshift decided to end the process.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Ending {
+    Timeout,
+    Stalled,
+    OverBudget(Crossing),
+}
+
+struct Collector {
+    log: std::fs::File,
+    hasher: Sha256,
+    tail: VecDeque<u8>,
+    tail_bytes: usize,
+}
+
+impl Collector {
+    fn push(&mut self, bytes: &[u8]) {
+        // The log is best effort: a full disk must not kill supervision.
+        let _ = self.log.write_all(bytes);
+        self.hasher.update(bytes);
+        self.tail.extend(bytes);
+        let excess = self.tail.len().saturating_sub(self.tail_bytes);
+        self.tail.drain(..excess);
+    }
+}
+
+/// What the parsed stream has told us so far.
+#[derive(Default)]
+struct StreamState {
+    line: Vec<u8>,
+    finish: Option<Finished>,
+    rejected_resets_at: Option<Option<i64>>,
+}
+
+pub(super) async fn supervise(
+    packet: SessionPacket,
+    on_event: &mut dyn FnMut(SessionEvent),
+) -> Result<ProcessEnd, SessionError> {
+    let SessionPacket {
+        spec,
+        mut parser,
+        stall_grace,
+        budget,
+        enforce_budget,
+        clock,
+    } = packet;
+    // Never truncate an earlier log (a session re-run after a crash keeps the first one).
+    let log = std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .open(&spec.log)
+        .map_err(|source| SessionError::Log {
+            path: spec.log.clone(),
+            source,
+        })?;
+    let mut sink = Collector {
+        log,
+        hasher: Sha256::new(),
+        tail: VecDeque::new(),
+        tail_bytes: spec.tail_bytes,
+    };
+    let started = Instant::now();
+    let Some((program, args)) = spec.argv.split_first() else {
+        return Ok(spawn_failed(started, "empty command".into()));
+    };
+    let mut cmd = tokio::process::Command::new(program);
+    cmd.args(args)
+        .current_dir(&spec.cwd)
+        .envs(spec.env.iter().map(|(k, v)| (k, v)))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(true);
+    os::harden(&mut cmd);
+    let mut child = match cmd.spawn() {
+        Ok(child) => child,
+        Err(err) => {
+            sink.push(format!("nightshift: could not start {program}: {err}\n").as_bytes());
+            return Ok(spawn_failed(started, format!("{program}: {err}")));
+        }
+    };
+    let pgid = child.id().map(|id| Pid::from_raw(id as i32));
+    let mut stdout = child.stdout.take();
+    let mut stderr = child.stderr.take();
+    let mut out_buf = vec![0u8; 64 * 1024];
+    let mut err_buf = vec![0u8; 16 * 1024];
+
+    if let Some(p) = parser.as_mut() {
+        p.set_now(clock.wall().as_second());
+    }
+    let deadline = Deadline::after(clock.as_ref(), spec.timeout);
+    let mut stall = stall_grace.map(|grace| StallTimer::new(clock.as_ref(), grace));
+    let mut guard = Guard::new(budget);
+    let mut stream = StreamState::default();
+    let mut cpu_seen = 0u64;
+
+    let tick = tokio::time::sleep(first_tick(&deadline, stall.as_ref(), clock.as_ref()));
+    tokio::pin!(tick);
+    let kill_at = tokio::time::sleep(Duration::MAX / 4);
+    tokio::pin!(kill_at);
+    let leak_at = tokio::time::sleep(Duration::MAX / 4);
+    tokio::pin!(leak_at);
+    let mut ending: Option<(Ending, Instant)> = None;
+    let mut ended_after = None;
+    let mut killed = false;
+    let mut status = None;
+
+    loop {
+        if status.is_some() && stdout.is_none() && stderr.is_none() {
+            break;
+        }
+        let mut decided: Option<Ending> = None;
+        tokio::select! {
+            n = read_some(&mut stdout, &mut out_buf), if stdout.is_some() => match n {
+                Some(n) => {
+                    sink.push(&out_buf[..n]);
+                    if let Some(s) = stall.as_mut() {
+                        s.touch(clock.as_ref());
+                    }
+                    if let Some(p) = parser.as_mut() {
+                        decided = feed(p.as_mut(), &out_buf[..n], &mut stream, &mut guard, enforce_budget, on_event);
+                    }
+                }
+                None => {
+                    stdout = None;
+                    if let Some(p) = parser.as_mut() {
+                        let line = std::mem::take(&mut stream.line);
+                        let mut events = if line.is_empty() { Vec::new() } else { p.feed_line(&line) };
+                        events.extend(p.finish());
+                        decided = absorb(p.as_ref(), events, &mut stream, &mut guard, enforce_budget, on_event);
+                    }
+                }
+            },
+            n = read_some(&mut stderr, &mut err_buf), if stderr.is_some() => match n {
+                Some(n) => {
+                    sink.push(&err_buf[..n]);
+                    if let Some(s) = stall.as_mut() {
+                        s.touch(clock.as_ref());
+                    }
+                }
+                None => stderr = None,
+            },
+            st = child.wait(), if status.is_none() => {
+                status = Some(st.map_err(SessionError::Wait)?);
+                ended_after = ending.map(|(_, at)| at.elapsed());
+                // The process is gone; anything left in its group is a leftover. Sweep it, and
+                // give pipes held by escaped descendants a bounded time to close.
+                signal_group(pgid, Signal::SIGKILL);
+                leak_at.as_mut().reset(tokio::time::Instant::now() + LEAK_TIMEOUT);
+            },
+            () = &mut tick, if status.is_none() && ending.is_none() => {
+                if deadline.expired(clock.as_ref()) {
+                    decided = Some(Ending::Timeout);
+                } else if let Some(s) = stall.as_mut() {
+                    // Busy without printing is not hung: CPU time of the group counts as activity.
+                    let cpu = pgid.map(|p| sweep::group_cpu_ticks(p.as_raw())).unwrap_or(0);
+                    if cpu > cpu_seen {
+                        cpu_seen = cpu;
+                        s.touch(clock.as_ref());
+                    }
+                    if s.stalled(clock.as_ref()) {
+                        on_event(SessionEvent::Stalled { silence: s.silence(clock.as_ref()) });
+                        decided = Some(Ending::Stalled);
+                    }
+                }
+                let next = next_tick(&deadline, stall.as_ref(), clock.as_ref());
+                tick.as_mut().reset(tokio::time::Instant::now() + next);
+            },
+            () = &mut kill_at, if ending.is_some() && !killed && status.is_none() => {
+                killed = true;
+                signal_group(pgid, Signal::SIGKILL);
+                // Also the child itself, in case it moved to another process group.
+                let _ = child.start_kill();
+            },
+            () = &mut leak_at, if status.is_some() => {
+                sink.push(b"\nnightshift: output pipes still held by a descendant after exit; stopped reading\n");
+                break;
+            },
+        }
+        if let (Some(why), None, None) = (decided, ending, status.as_ref()) {
+            ending = Some((why, Instant::now()));
+            signal_group(pgid, Signal::SIGTERM);
+            kill_at
+                .as_mut()
+                .reset(tokio::time::Instant::now() + spec.kill_grace);
+        }
+    }
+    let status = match status {
+        Some(st) => st,
+        None => child.wait().await.map_err(SessionError::Wait)?,
+    };
+    let totals = parser.as_ref().map(|p| p.totals());
+    let (outcome, resets_at, fault) = classify(ending.map(|(why, _)| why), &status, &stream);
+    Ok(ProcessEnd {
+        outcome,
+        exit_code: status.code(),
+        signal: status.signal(),
+        duration: started.elapsed(),
+        tail: sink.tail.into_iter().collect(),
+        output_sha256: hex(&sink.hasher.finalize()),
+        spawn_error: None,
+        totals,
+        finish: stream.finish,
+        resets_at,
+        fault,
+        tripped: match ending {
+            Some((Ending::OverBudget(c), _)) => Some(c),
+            _ => None,
+        },
+        ended_after,
+    })
+}
+
+/// Splits a chunk into lines for the parser and acts on what they say.
+fn feed(
+    parser: &mut dyn StreamParser,
+    chunk: &[u8],
+    stream: &mut StreamState,
+    guard: &mut Guard,
+    enforce: bool,
+    on_event: &mut dyn FnMut(SessionEvent),
+) -> Option<Ending> {
+    let mut decided = None;
+    let mut rest = chunk;
+    while let Some(pos) = rest.iter().position(|b| *b == b'\n') {
+        let events = if stream.line.is_empty() {
+            parser.feed_line(&rest[..pos])
+        } else {
+            stream.line.extend_from_slice(&rest[..pos]);
+            let line = std::mem::take(&mut stream.line);
+            parser.feed_line(&line)
+        };
+        rest = &rest[pos + 1..];
+        decided = decided.or(absorb(parser, events, stream, guard, enforce, on_event));
+    }
+    if stream.line.len() + rest.len() > MAX_LINE {
+        stream
+            .line
+            .extend_from_slice(&rest[..MAX_LINE.saturating_sub(stream.line.len()).min(rest.len())]);
+        let line = std::mem::take(&mut stream.line);
+        let events = parser.feed_line(&line);
+        decided = decided.or(absorb(parser, events, stream, guard, enforce, on_event));
+    } else {
+        stream.line.extend_from_slice(rest);
+    }
+    decided
+}
+
+/// Records what parsed events say and holds the totals against the budget.
+fn absorb(
+    parser: &dyn StreamParser,
+    events: Vec<AgentEvent>,
+    stream: &mut StreamState,
+    guard: &mut Guard,
+    enforce: bool,
+    on_event: &mut dyn FnMut(SessionEvent),
+) -> Option<Ending> {
+    let mut spent = false;
+    for event in events {
+        match event {
+            AgentEvent::Usage(_) => spent = true,
+            AgentEvent::Finished(f) => {
+                spent = true;
+                stream.finish = Some(f);
+            }
+            AgentEvent::RateLimit {
+                state: RateLimitState::Rejected,
+                resets_at,
+                ..
+            } => {
+                stream.rejected_resets_at = Some(resets_at);
+                on_event(SessionEvent::RateLimited { resets_at });
+            }
+            _ => {}
+        }
+    }
+    if !spent || guard.is_empty() {
+        return None;
+    }
+    let verdict = guard.look(&parser.totals());
+    for crossing in verdict.warned {
+        on_event(SessionEvent::BudgetWarned(crossing));
+    }
+    let tripped = verdict.tripped?;
+    on_event(SessionEvent::BudgetTripped(tripped));
+    enforce.then_some(Ending::OverBudget(tripped))
+}
+
+/// The outcome, from several signals: our own decision first, then a signal we did not send,
+/// then the CLI's structured account, then the exit code.
+fn classify(
+    ending: Option<Ending>,
+    status: &std::process::ExitStatus,
+    stream: &StreamState,
+) -> (Outcome, Option<i64>, Option<String>) {
+    match ending {
+        Some(Ending::Timeout) => return (Outcome::Timeout, None, None),
+        Some(Ending::Stalled) => return (Outcome::Stalled, None, None),
+        Some(Ending::OverBudget(_)) => return (Outcome::OverBudget, None, None),
+        None => {}
+    }
+    if status.signal().is_some() {
+        return (Outcome::Crashed, None, None);
+    }
+    match stream.finish.as_ref().map(|f| &f.kind) {
+        Some(FinishKind::QuotaExhausted { resets_at }) => {
+            let at = resets_at.or(stream.rejected_resets_at.flatten());
+            return (Outcome::RateLimited, at, None);
+        }
+        Some(FinishKind::Transient) => return (Outcome::EnvFault, None, Some("transient".into())),
+        Some(FinishKind::Auth) => return (Outcome::EnvFault, None, Some("auth".into())),
+        _ => {}
+    }
+    if let (Some(resets_at), false) = (stream.rejected_resets_at, status.success()) {
+        return (Outcome::RateLimited, resets_at, None);
+    }
+    if status.success() {
+        (Outcome::Completed, None, None)
+    } else {
+        (Outcome::Failed, None, None)
+    }
+}
+
+fn first_tick(
+    deadline: &Deadline,
+    stall: Option<&StallTimer>,
+    clock: &dyn crate::clock::Clock,
+) -> Duration {
+    next_tick(deadline, stall, clock)
+}
+
+/// The next time anything could expire: the deadline (re-checked at least every TICK, so a
+/// suspend is noticed within one tick of waking) or the stall grace.
+fn next_tick(
+    deadline: &Deadline,
+    stall: Option<&StallTimer>,
+    clock: &dyn crate::clock::Clock,
+) -> Duration {
+    let mut next = deadline.next_check(clock);
+    if let Some(s) = stall {
+        next = next
+            .min(s.remaining(clock).max(Duration::from_millis(10)))
+            .min(TICK);
+    }
+    next.max(Duration::from_millis(1))
+}
+
+async fn read_some<R: tokio::io::AsyncRead + Unpin>(
+    pipe: &mut Option<R>,
+    buf: &mut [u8],
+) -> Option<usize> {
+    let pipe = pipe.as_mut()?;
+    match pipe.read(buf).await {
+        Ok(0) | Err(_) => None,
+        Ok(n) => Some(n),
+    }
+}
+
+fn signal_group(pgid: Option<Pid>, signal: Signal) {
+    if let Some(pgid) = pgid {
+        // ESRCH (the group is already empty) is the expected, good case.
+        let _ = killpg(pgid, signal);
+    }
+}
+
+fn spawn_failed(started: Instant, error: String) -> ProcessEnd {
+    ProcessEnd {
+        outcome: Outcome::SpawnFailed,
+        exit_code: None,
+        signal: None,
+        duration: started.elapsed(),
+        tail: Vec::new(),
+        output_sha256: hex(&Sha256::digest(b"")),
+        spawn_error: Some(error),
+        totals: None,
+        finish: None,
+        resets_at: None,
+        fault: None,
+        tripped: None,
+        ended_after: None,
+    }
+}
+
+#[cfg(target_os = "linux")]
+mod os {
+    /// Kill the child if the engine dies (PR_SET_PDEATHSIG), so a `kill -9` of the engine does
+    /// not leave an agent running unsupervised.
+    pub(super) fn harden(cmd: &mut tokio::process::Command) {
+        // SAFETY: the closure only calls prctl(2), which is async-signal-safe.
+        unsafe {
+            cmd.pre_exec(|| {
+                nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL)
+                    .map_err(std::io::Error::from)
+            });
+        }
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+mod os {
+    pub(super) fn harden(_cmd: &mut tokio::process::Command) {}
+}

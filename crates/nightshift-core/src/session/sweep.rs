@@ -1,0 +1,190 @@
+//! Finding and ending what a session left behind. A process that escaped its group with
+//! `setsid` (a test runner, a language server) is found three ways: its working directory is
+//! in the worktree, it holds a file in the worktree open, or it was re-parented to the engine
+//! (which is a child subreaper on Linux). Kills are verified, not assumed.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
+
+/// What a sweep did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SweepReport {
+    /// Processes sent SIGKILL.
+    pub killed: Vec<i32>,
+    /// Processes still holding the directory when the wait ran out.
+    pub survivors: Vec<i32>,
+}
+
+/// Makes this process the reaper of orphaned descendants (Linux `PR_SET_CHILD_SUBREAPER`), so
+/// a grandchild that `setsid`s away is re-parented here, where a sweep can find it.
+pub fn become_subreaper() -> bool {
+    os::become_subreaper()
+}
+
+/// Kills every process holding `dir` (cwd or open file inside it) and every orphan re-parented
+/// to this process, then waits, at most `wait`, until none is left, reaping our zombies.
+pub fn sweep(dir: &Path, wait: Duration) -> SweepReport {
+    let me = std::process::id() as i32;
+    let mut report = SweepReport::default();
+    let started = Instant::now();
+    loop {
+        let holders = os::holders(dir, me);
+        os::reap_zombie_children(me);
+        if holders.is_empty() {
+            report.survivors.clear();
+            return report;
+        }
+        for pid in &holders {
+            if !report.killed.contains(pid) && kill(Pid::from_raw(*pid), Signal::SIGKILL).is_ok() {
+                report.killed.push(*pid);
+            }
+        }
+        if started.elapsed() >= wait {
+            report.survivors = holders;
+            return report;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// CPU time (clock ticks, user + system) of the live members of process group `pgid`.
+pub(super) fn group_cpu_ticks(pgid: i32) -> u64 {
+    os::group_cpu_ticks(pgid)
+}
+
+#[cfg(target_os = "linux")]
+mod os {
+    use std::path::Path;
+
+    pub(super) fn become_subreaper() -> bool {
+        nix::sys::prctl::set_child_subreaper(true).is_ok()
+    }
+
+    /// (pid, ppid, state) from `/proc/<pid>/stat`.
+    fn stat(pid: i32) -> Option<(i32, char)> {
+        let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        let rest = text.rsplit_once(')')?.1;
+        let mut fields = rest.split_whitespace();
+        let state = fields.next()?.chars().next()?;
+        let ppid = fields.next()?.parse().ok()?;
+        Some((ppid, state))
+    }
+
+    fn holds(pid: i32, dir: &Path) -> bool {
+        if std::fs::read_link(format!("/proc/{pid}/cwd")).is_ok_and(|cwd| cwd.starts_with(dir)) {
+            return true;
+        }
+        let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
+            return false;
+        };
+        fds.flatten()
+            .any(|fd| std::fs::read_link(fd.path()).is_ok_and(|target| target.starts_with(dir)))
+    }
+
+    /// Live processes (not zombies) holding `dir` or re-parented to `me`.
+    pub(super) fn holders(dir: &Path, me: i32) -> Vec<i32> {
+        let Ok(entries) = std::fs::read_dir("/proc") else {
+            return Vec::new();
+        };
+        entries
+            .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+            .filter(|pid| *pid != me)
+            .filter(|pid| match stat(*pid) {
+                Some((_, 'Z' | 'X')) | None => false,
+                Some((ppid, _)) => ppid == me || holds(*pid, dir),
+            })
+            .collect()
+    }
+
+    /// CPU ticks of the members of a process group.
+    pub(super) fn group_cpu_ticks(pgid: i32) -> u64 {
+        let Ok(entries) = std::fs::read_dir("/proc") else {
+            return 0;
+        };
+        entries
+            .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+            .filter_map(|pid| {
+                let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+                let fields: Vec<&str> = text.rsplit_once(')')?.1.split_whitespace().collect();
+                // After the command: state ppid pgrp session tty tpgid flags minflt cminflt
+                // majflt cmajflt utime stime …
+                if fields.get(2)?.parse::<i32>().ok()? != pgid {
+                    return None;
+                }
+                Some(fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?)
+            })
+            .sum()
+    }
+
+    /// Reaps zombies that are this process's children (orphans re-parented here). Only called
+    /// when the engine has no child of its own running.
+    pub(super) fn reap_zombie_children(me: i32) {
+        let Ok(entries) = std::fs::read_dir("/proc") else {
+            return;
+        };
+        for pid in entries.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok()) {
+            if let Some((ppid, 'Z')) = stat(pid)
+                && ppid == me
+            {
+                let _ = nix::sys::wait::waitpid(
+                    nix::unistd::Pid::from_raw(pid),
+                    Some(nix::sys::wait::WaitPidFlag::WNOHANG),
+                );
+            }
+        }
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+mod os {
+    use std::path::Path;
+
+    pub(super) fn become_subreaper() -> bool {
+        false
+    }
+
+    pub(super) fn holders(_dir: &Path, _me: i32) -> Vec<i32> {
+        Vec::new()
+    }
+
+    pub(super) fn reap_zombie_children(_me: i32) {}
+
+    pub(super) fn group_cpu_ticks(_pgid: i32) -> u64 {
+        0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_setsid_writer_holding_the_directory_is_killed_and_verified_gone() {
+        let dir = tempfile::tempdir().unwrap();
+        let ready = dir.path().join("ready");
+        // A grandchild that escaped with setsid (its parent exits at once), whose cwd is the
+        // directory and which keeps writing there: seed 003's test runner.
+        let status = std::process::Command::new("sh")
+            .args([
+                "-c",
+                "setsid sh -c 'touch ready; while :; do echo tick >> cache.txt; sleep 0.05; done' >/dev/null 2>&1 &",
+            ])
+            .current_dir(dir.path())
+            .status()
+            .unwrap();
+        assert!(status.success());
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !ready.exists() {
+            assert!(Instant::now() < deadline, "the writer never started");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        assert!(!os::holders(dir.path(), std::process::id() as i32).is_empty());
+        let report = sweep(dir.path(), Duration::from_secs(10));
+        assert!(!report.killed.is_empty(), "{report:?}");
+        assert!(report.survivors.is_empty(), "{report:?}");
+        assert!(os::holders(dir.path(), std::process::id() as i32).is_empty());
+    }
+}
