@@ -281,7 +281,11 @@ impl Engine<'_> {
             });
         }
         // Nothing the session started may outlive it (seed 003: a test runner still writing).
-        let swept = session::sweep(&worktree, self.config.session.kill_grace);
+        let swept = session::sweep(
+            &worktree,
+            self.config.session.kill_grace,
+            session::Reach::HoldersAndOrphans,
+        );
         if !swept.survivors.is_empty() {
             notify::attention(
                 &self.ws,
@@ -508,7 +512,11 @@ impl Engine<'_> {
             log: log.display().to_string(),
             duration_ms: result.end.duration.as_millis() as u64,
         })?;
-        session::sweep(&worktree, self.config.session.kill_grace);
+        session::sweep(
+            &worktree,
+            self.config.session.kill_grace,
+            session::Reach::HoldersAndOrphans,
+        );
         Ok(())
     }
 

@@ -137,6 +137,15 @@ impl Engine<'_> {
             );
         }
         let path = PathBuf::from(&att.worktree);
+        // Nothing may still be running in it when git touches it (seed 003).
+        let swept = crate::session::sweep(
+            &path,
+            self.config.session.kill_grace,
+            crate::session::Reach::HoldersAndOrphans,
+        );
+        if !swept.survivors.is_empty() {
+            return self.quarantine(run_id, &att, &path, &swept.survivors);
+        }
         match self.remove_worktree(&path) {
             Ok(()) => {
                 let _ = self.git.delete_branch(&att.branch);
@@ -157,6 +166,61 @@ impl Engine<'_> {
                 },
             ),
         }
+    }
+
+    /// Processes that survive SIGKILL (stuck in the kernel) still hold the worktree: move it
+    /// aside for a person, clear git's entry, alert, and let the run go on.
+    fn quarantine(
+        &mut self,
+        run_id: &str,
+        att: &AttemptRow,
+        path: &Path,
+        survivors: &[i32],
+    ) -> Result<(), EngineError> {
+        let dir = self.ws.dir().join("quarantine");
+        let stamp = self.clock.wall().strftime("%Y%m%dT%H%M%SZ");
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let target = dir.join(format!("{name}-{stamp}"));
+        let moved = std::fs::create_dir_all(&dir).and_then(|()| std::fs::rename(path, &target));
+        let error = match moved {
+            Ok(()) => {
+                let _ = self.git.worktree_remove(path);
+                let _ = self.git.worktree_prune();
+                format!(
+                    "processes {survivors:?} survived SIGKILL in the worktree; it is quarantined at {}",
+                    target.display()
+                )
+            }
+            Err(e) => format!(
+                "processes {survivors:?} survived SIGKILL in the worktree, and moving it aside failed: {e}"
+            ),
+        };
+        crate::notify::attention(
+            &self.ws,
+            self.clock.as_ref(),
+            &format!("{}: {error}", att.item),
+        );
+        self.record_for(
+            run_id,
+            EventKind::TeardownFailed {
+                item: att.item.clone(),
+                attempt: att.attempt,
+                error,
+            },
+        )?;
+        if !path.exists() {
+            self.record_for(
+                run_id,
+                EventKind::WorktreeRemoved {
+                    item: att.item.clone(),
+                    attempt: att.attempt,
+                },
+            )?;
+        }
+        Ok(())
     }
 
     /// remove → forced remove → (only inside `.nightshift/worktrees/`) delete the directory

@@ -30,21 +30,50 @@ enum Ending {
     OverBudget(Crossing),
 }
 
+/// The longest line written to a session log; the rest of a longer line is replaced by a note.
+const MAX_LOG_LINE: usize = 256 * 1024;
+
 struct Collector {
     log: std::fs::File,
     hasher: Sha256,
     tail: VecDeque<u8>,
     tail_bytes: usize,
+    /// Bytes of the current line written to the log so far.
+    line_len: usize,
 }
 
 impl Collector {
     fn push(&mut self, bytes: &[u8]) {
         // The log is best effort: a full disk must not kill supervision.
-        let _ = self.log.write_all(bytes);
+        self.log_bounded(bytes);
         self.hasher.update(bytes);
         self.tail.extend(bytes);
         let excess = self.tail.len().saturating_sub(self.tail_bytes);
         self.tail.drain(..excess);
+    }
+
+    /// Writes to the log with every line cut at `MAX_LOG_LINE` bytes.
+    fn log_bounded(&mut self, mut bytes: &[u8]) {
+        while !bytes.is_empty() {
+            let (line, rest, ends) = match bytes.iter().position(|b| *b == b'\n') {
+                Some(i) => (&bytes[..=i], &bytes[i + 1..], true),
+                None => (bytes, &[][..], false),
+            };
+            let room = MAX_LOG_LINE.saturating_sub(self.line_len);
+            if line.len() <= room {
+                let _ = self.log.write_all(line);
+            } else {
+                let _ = self.log.write_all(&line[..room]);
+                if self.line_len <= MAX_LOG_LINE {
+                    let _ = self.log.write_all(b" [nightshift: line cut in this log]");
+                }
+                if ends {
+                    let _ = self.log.write_all(b"\n");
+                }
+            }
+            self.line_len = if ends { 0 } else { self.line_len + line.len() };
+            bytes = rest;
+        }
     }
 }
 
@@ -82,6 +111,7 @@ pub(super) async fn supervise(
         hasher: Sha256::new(),
         tail: VecDeque::new(),
         tail_bytes: spec.tail_bytes,
+        line_len: 0,
     };
     let started = Instant::now();
     let Some((program, args)) = spec.argv.split_first() else {
@@ -118,6 +148,9 @@ pub(super) async fn supervise(
     let mut guard = Guard::new(budget);
     let mut stream = StreamState::default();
     let mut cpu_seen = 0u64;
+    let mut files_seen = stall
+        .map(|_| sweep::newest_mtime(&spec.cwd))
+        .unwrap_or(std::time::SystemTime::UNIX_EPOCH);
 
     let tick = tokio::time::sleep(first_tick(&deadline, stall.as_ref(), clock.as_ref()));
     tokio::pin!(tick);
@@ -181,6 +214,12 @@ pub(super) async fn supervise(
                     let cpu = pgid.map(|p| sweep::group_cpu_ticks(p.as_raw())).unwrap_or(0);
                     if cpu > cpu_seen {
                         cpu_seen = cpu;
+                        s.touch(clock.as_ref());
+                    }
+                    // Last, the expensive signal: files changed in the worktree since we last
+                    // looked (an agent writing quietly is not hung).
+                    if s.stalled(clock.as_ref()) && sweep::newest_mtime(&spec.cwd) > files_seen {
+                        files_seen = sweep::newest_mtime(&spec.cwd);
                         s.touch(clock.as_ref());
                     }
                     if s.stalled(clock.as_ref()) {

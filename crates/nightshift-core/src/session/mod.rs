@@ -20,7 +20,7 @@ use crate::agent::{Finished, SessionTotals, StreamParser};
 use crate::clock::{Clock, SystemClock};
 
 pub use budget::{Budget, Crossing, Guard, Limit, Metric, Scope};
-pub use sweep::{SweepReport, become_subreaper, sweep};
+pub use sweep::{Reach, SweepReport, become_subreaper, sweep};
 
 /// How a supervised process ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -179,10 +179,11 @@ pub fn hex(bytes: &[u8]) -> String {
         })
 }
 
-/// Sends SIGKILL to every process holding `dir` and waits, bounded, until none is left.
+/// Sends SIGKILL to every process holding `dir` (and every orphan re-parented to this process)
+/// and waits, bounded, until none is left.
 /// Returns how many were signalled and whether any survived the wait.
 pub fn kill_processes_under(dir: &std::path::Path) -> (usize, bool) {
-    let report = sweep(dir, Duration::from_secs(5));
+    let report = sweep(dir, Duration::from_secs(5), Reach::HoldersAndOrphans);
     (report.killed.len(), !report.survivors.is_empty())
 }
 

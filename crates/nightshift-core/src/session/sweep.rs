@@ -24,15 +24,28 @@ pub fn become_subreaper() -> bool {
     os::become_subreaper()
 }
 
-/// Kills every process holding `dir` (cwd or open file inside it) and every orphan re-parented
-/// to this process, then waits, at most `wait`, until none is left, reaping our zombies.
-pub fn sweep(dir: &Path, wait: Duration) -> SweepReport {
+/// Whose leftovers a sweep takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reach {
+    /// Processes holding the directory (cwd or an open file inside it).
+    Holders,
+    /// Those, and every child of this process (orphans re-parented to a subreaper). Only for a
+    /// process that has no child of its own running at that moment: the engine between steps.
+    HoldersAndOrphans,
+}
+
+/// Kills every process holding `dir` (and, with [`Reach::HoldersAndOrphans`], every orphan
+/// re-parented to this process), then waits, at most `wait`, until none is left, reaping our
+/// zombies.
+pub fn sweep(dir: &Path, wait: Duration, reach: Reach) -> SweepReport {
     let me = std::process::id() as i32;
     let mut report = SweepReport::default();
     let started = Instant::now();
     loop {
-        let holders = os::holders(dir, me);
-        os::reap_zombie_children(me);
+        let holders = os::holders(dir, me, reach == Reach::HoldersAndOrphans);
+        if reach == Reach::HoldersAndOrphans {
+            os::reap_zombie_children(me);
+        }
         if holders.is_empty() {
             report.survivors.clear();
             return report;
@@ -48,6 +61,38 @@ pub fn sweep(dir: &Path, wait: Duration) -> SweepReport {
         }
         std::thread::sleep(Duration::from_millis(5));
     }
+}
+
+/// The newest modification time of anything in `dir` (skipping `.git`), looking at no more
+/// than 20,000 entries: a cheap "is it writing?" for stall detection.
+pub(super) fn newest_mtime(dir: &Path) -> std::time::SystemTime {
+    let mut newest = std::time::SystemTime::UNIX_EPOCH;
+    let mut stack = vec![dir.to_path_buf()];
+    let mut budget = 20_000usize;
+    while let Some(d) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            budget = budget.saturating_sub(1);
+            if budget == 0 {
+                return newest;
+            }
+            if entry.file_name() == ".git" {
+                continue;
+            }
+            let Ok(meta) = entry.metadata() else {
+                continue;
+            };
+            if let Ok(m) = meta.modified() {
+                newest = newest.max(m);
+            }
+            if meta.is_dir() {
+                stack.push(entry.path());
+            }
+        }
+    }
+    newest
 }
 
 /// CPU time (clock ticks, user + system) of the live members of process group `pgid`.
@@ -84,8 +129,8 @@ mod os {
             .any(|fd| std::fs::read_link(fd.path()).is_ok_and(|target| target.starts_with(dir)))
     }
 
-    /// Live processes (not zombies) holding `dir` or re-parented to `me`.
-    pub(super) fn holders(dir: &Path, me: i32) -> Vec<i32> {
+    /// Live processes (not zombies) holding `dir`, or (with `orphans`) children of `me`.
+    pub(super) fn holders(dir: &Path, me: i32, orphans: bool) -> Vec<i32> {
         let Ok(entries) = std::fs::read_dir("/proc") else {
             return Vec::new();
         };
@@ -94,7 +139,7 @@ mod os {
             .filter(|pid| *pid != me)
             .filter(|pid| match stat(*pid) {
                 Some((_, 'Z' | 'X')) | None => false,
-                Some((ppid, _)) => ppid == me || holds(*pid, dir),
+                Some((ppid, _)) => (orphans && ppid == me) || holds(*pid, dir),
             })
             .collect()
     }
@@ -146,7 +191,7 @@ mod os {
         false
     }
 
-    pub(super) fn holders(_dir: &Path, _me: i32) -> Vec<i32> {
+    pub(super) fn holders(_dir: &Path, _me: i32, _orphans: bool) -> Vec<i32> {
         Vec::new()
     }
 
@@ -181,10 +226,10 @@ mod tests {
             assert!(Instant::now() < deadline, "the writer never started");
             std::thread::sleep(Duration::from_millis(1));
         }
-        assert!(!os::holders(dir.path(), std::process::id() as i32).is_empty());
-        let report = sweep(dir.path(), Duration::from_secs(10));
+        assert!(!os::holders(dir.path(), std::process::id() as i32, false).is_empty());
+        let report = sweep(dir.path(), Duration::from_secs(10), Reach::Holders);
         assert!(!report.killed.is_empty(), "{report:?}");
         assert!(report.survivors.is_empty(), "{report:?}");
-        assert!(os::holders(dir.path(), std::process::id() as i32).is_empty());
+        assert!(os::holders(dir.path(), std::process::id() as i32, false).is_empty());
     }
 }

@@ -1,5 +1,7 @@
 use super::*;
+use crate::clock::SystemClock;
 use sha2::{Digest, Sha256};
+use std::sync::Arc;
 
 fn spec(dir: &std::path::Path, script: &str, timeout: Duration) -> ProcessSpec {
     ProcessSpec {
@@ -63,7 +65,12 @@ fn leftovers_in_the_process_group_are_swept_after_exit() {
     });
     // The leftover opens the FIFO (blocking until the reader is there), then the session
     // exits leaving it behind in its process group.
-    let script = format!("sleep 600 > {} 2>/dev/null & exit 0", fifo.display());
+    // The shell opens the FIFO itself (so the leftover cannot be killed before holding it),
+    // hands it to the leftover, and drops its own copy.
+    let script = format!(
+        "exec 3> {}; sleep 600 >&3 2>/dev/null & exec 3>&-; exit 0",
+        fifo.display()
+    );
     let end = run(&spec(dir.path(), &script, Duration::from_secs(60))).unwrap();
     assert_eq!(end.outcome, Outcome::Completed);
     let gone = rx.recv_timeout(Duration::from_secs(60));
@@ -86,4 +93,68 @@ fn a_missing_program_is_spawn_failed_not_an_error() {
             .unwrap()
             .contains("/nonexistent/agent-binary")
     );
+}
+
+#[test]
+fn a_quiet_agent_that_keeps_writing_files_is_not_stalled() {
+    let dir = tempfile::tempdir().unwrap();
+    // No output at all for 1.2 s, but a file changes every 50 ms; the grace is 300 ms.
+    let script = "i=0; while [ $i -lt 24 ]; do i=$((i+1)); echo $i > work.txt; sleep 0.05; done";
+    let mut packet = SessionPacket {
+        spec: spec(dir.path(), script, Duration::from_secs(60)),
+        parser: None,
+        stall_grace: Some(Duration::from_millis(300)),
+        budget: Budget::default(),
+        enforce_budget: true,
+        clock: Arc::new(SystemClock),
+    };
+    packet.spec.tail_bytes = 64;
+    let end = run_session(packet, &mut |_| {}).unwrap();
+    assert_eq!(end.outcome, Outcome::Completed);
+}
+
+#[test]
+fn a_silent_idle_agent_is_stalled_after_the_grace() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut events = Vec::new();
+    let end = run_session(
+        SessionPacket {
+            spec: spec(dir.path(), "sleep 600", Duration::from_secs(60)),
+            parser: None,
+            stall_grace: Some(Duration::from_millis(200)),
+            budget: Budget::default(),
+            enforce_budget: true,
+            clock: Arc::new(SystemClock),
+        },
+        &mut |e| events.push(e),
+    )
+    .unwrap();
+    assert_eq!(end.outcome, Outcome::Stalled);
+    assert!(
+        matches!(events.as_slice(), [SessionEvent::Stalled { .. }]),
+        "{events:?}"
+    );
+}
+
+#[test]
+fn session_logs_cut_very_long_lines_but_the_hash_covers_everything() {
+    let dir = tempfile::tempdir().unwrap();
+    // One 600 KB line, then a short one.
+    let script = "head -c 600000 /dev/zero | tr '\\0' 'x'; echo; echo after";
+    let end = run(&spec(dir.path(), script, Duration::from_secs(60))).unwrap();
+    let log = std::fs::read(dir.path().join("out.log")).unwrap();
+    assert!(
+        log.len() < 300 * 1024,
+        "the log line was not cut: {} bytes",
+        log.len()
+    );
+    let text = String::from_utf8_lossy(&log);
+    assert!(text.contains("[nightshift: line cut in this log]"));
+    assert!(
+        text.ends_with("after\n"),
+        "lines after the long one are kept"
+    );
+    let mut full = vec![b'x'; 600_000];
+    full.extend_from_slice(b"\nafter\n");
+    assert_eq!(end.output_sha256, hex(&Sha256::digest(&full)));
 }
