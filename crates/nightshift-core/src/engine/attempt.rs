@@ -285,6 +285,7 @@ impl Engine<'_> {
             &worktree,
             self.config.session.kill_grace,
             session::Reach::HoldersAndOrphans,
+            Some(self.started_boot),
         );
         if !swept.survivors.is_empty() {
             notify::attention(
@@ -516,6 +517,7 @@ impl Engine<'_> {
             &worktree,
             self.config.session.kill_grace,
             session::Reach::HoldersAndOrphans,
+            Some(self.started_boot),
         );
         Ok(())
     }

@@ -75,6 +75,7 @@ pub(crate) fn io_err(path: &std::path::Path) -> impl FnOnce(std::io::Error) -> E
 /// Runs (or resumes) the plan to a halt. `observe` sees every journal event as it is recorded.
 pub fn run(opts: RunOptions, observe: &mut dyn FnMut(&Event)) -> Result<RunSummary, EngineError> {
     let ws = opts.workspace;
+    let opts_started_boot = opts.clock.boot();
     let git = Git::new(ws.root());
     ws.create_dirs().map_err(io_err(&ws.dir()))?;
     // Orphans that escape a session's process group are re-parented here, where sweeps find them.
@@ -97,6 +98,7 @@ pub fn run(opts: RunOptions, observe: &mut dyn FnMut(&Event)) -> Result<RunSumma
         run: None,
         observe,
         halt_requested: None,
+        started_boot: opts_started_boot,
     };
     // Before anything looks at a worktree: nothing a killed engine left running may still be
     // writing in one, and no lock a killed git left may block it.
@@ -127,6 +129,9 @@ struct Engine<'o> {
     observe: &'o mut dyn FnMut(&Event),
     /// A halt decided inside a step (e.g. the run budget is spent), taken at the next turn.
     halt_requested: Option<HaltReason>,
+    /// When this engine started, on the boot clock: sweeps after a step only look at
+    /// processes started since (the stray sweep at start looks at all).
+    started_boot: std::time::Duration,
 }
 
 /// Journaling from inside a running session (borrows the engine's parts, not the engine).

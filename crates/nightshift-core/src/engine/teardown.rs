@@ -142,6 +142,7 @@ impl Engine<'_> {
             &path,
             self.config.session.kill_grace,
             crate::session::Reach::HoldersAndOrphans,
+            Some(self.started_boot),
         );
         if !swept.survivors.is_empty() {
             return self.quarantine(run_id, &att, &path, &swept.survivors);

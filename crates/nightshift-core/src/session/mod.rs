@@ -183,7 +183,7 @@ pub fn hex(bytes: &[u8]) -> String {
 /// and waits, bounded, until none is left.
 /// Returns how many were signalled and whether any survived the wait.
 pub fn kill_processes_under(dir: &std::path::Path) -> (usize, bool) {
-    let report = sweep(dir, Duration::from_secs(5), Reach::HoldersAndOrphans);
+    let report = sweep(dir, Duration::from_secs(5), Reach::HoldersAndOrphans, None);
     (report.killed.len(), !report.survivors.is_empty())
 }
 

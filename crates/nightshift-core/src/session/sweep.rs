@@ -37,12 +37,16 @@ pub enum Reach {
 /// Kills every process holding `dir` (and, with [`Reach::HoldersAndOrphans`], every orphan
 /// re-parented to this process), then waits, at most `wait`, until none is left, reaping our
 /// zombies.
-pub fn sweep(dir: &Path, wait: Duration, reach: Reach) -> SweepReport {
+///
+/// `since` (a time on the boot clock, as [`crate::clock::Clock::boot`] reads it) limits the sweep
+/// to processes started after it: what existed before cannot be a leftover of this engine's
+/// sessions, and checking only new processes keeps a sweep cheap.
+pub fn sweep(dir: &Path, wait: Duration, reach: Reach, since: Option<Duration>) -> SweepReport {
     let me = std::process::id() as i32;
     let mut report = SweepReport::default();
     let started = Instant::now();
     loop {
-        let holders = os::holders(dir, me, reach == Reach::HoldersAndOrphans);
+        let holders = os::holders(dir, me, reach == Reach::HoldersAndOrphans, since);
         if reach == Reach::HoldersAndOrphans {
             os::reap_zombie_children(me);
         }
@@ -108,14 +112,25 @@ mod os {
         nix::sys::prctl::set_child_subreaper(true).is_ok()
     }
 
-    /// (pid, ppid, state) from `/proc/<pid>/stat`.
+    /// (ppid, state) from `/proc/<pid>/stat`.
     fn stat(pid: i32) -> Option<(i32, char)> {
-        let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-        let rest = text.rsplit_once(')')?.1;
-        let mut fields = rest.split_whitespace();
-        let state = fields.next()?.chars().next()?;
-        let ppid = fields.next()?.parse().ok()?;
+        let (ppid, state, _) = stat_full(pid)?;
         Some((ppid, state))
+    }
+
+    /// (ppid, state, start time since boot) from `/proc/<pid>/stat`.
+    fn stat_full(pid: i32) -> Option<(i32, char, std::time::Duration)> {
+        let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        let fields: Vec<&str> = text.rsplit_once(')')?.1.split_whitespace().collect();
+        let state = fields.first()?.chars().next()?;
+        let ppid = fields.get(1)?.parse().ok()?;
+        // Field 22 of stat (the 20th after the command): start time in clock ticks since boot.
+        let ticks: u64 = fields.get(19)?.parse().ok()?;
+        // /proc reports USER_HZ ticks, which the Linux ABI fixes at 100.
+        let hz = 100u64;
+        let start = std::time::Duration::from_secs(ticks / hz)
+            + std::time::Duration::from_nanos((ticks % hz) * 1_000_000_000 / hz);
+        Some((ppid, state, start))
     }
 
     fn holds(pid: i32, dir: &Path) -> bool {
@@ -129,17 +144,26 @@ mod os {
             .any(|fd| std::fs::read_link(fd.path()).is_ok_and(|target| target.starts_with(dir)))
     }
 
-    /// Live processes (not zombies) holding `dir`, or (with `orphans`) children of `me`.
-    pub(super) fn holders(dir: &Path, me: i32, orphans: bool) -> Vec<i32> {
+    /// Live processes (not zombies) holding `dir`, or (with `orphans`) children of `me`,
+    /// started after `since` when given.
+    pub(super) fn holders(
+        dir: &Path,
+        me: i32,
+        orphans: bool,
+        since: Option<std::time::Duration>,
+    ) -> Vec<i32> {
         let Ok(entries) = std::fs::read_dir("/proc") else {
             return Vec::new();
         };
+        // Clock-tick granularity: allow one tick of slack.
+        let since = since.map(|s| s.saturating_sub(std::time::Duration::from_millis(20)));
         entries
             .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
             .filter(|pid| *pid != me)
-            .filter(|pid| match stat(*pid) {
-                Some((_, 'Z' | 'X')) | None => false,
-                Some((ppid, _)) => (orphans && ppid == me) || holds(*pid, dir),
+            .filter(|pid| match stat_full(*pid) {
+                Some((_, 'Z' | 'X', _)) | None => false,
+                Some((_, _, start)) if since.is_some_and(|s| start < s) => false,
+                Some((ppid, _, _)) => (orphans && ppid == me) || holds(*pid, dir),
             })
             .collect()
     }
@@ -191,7 +215,12 @@ mod os {
         false
     }
 
-    pub(super) fn holders(_dir: &Path, _me: i32, _orphans: bool) -> Vec<i32> {
+    pub(super) fn holders(
+        _dir: &Path,
+        _me: i32,
+        _orphans: bool,
+        _since: Option<std::time::Duration>,
+    ) -> Vec<i32> {
         Vec::new()
     }
 
@@ -226,10 +255,10 @@ mod tests {
             assert!(Instant::now() < deadline, "the writer never started");
             std::thread::sleep(Duration::from_millis(1));
         }
-        assert!(!os::holders(dir.path(), std::process::id() as i32, false).is_empty());
-        let report = sweep(dir.path(), Duration::from_secs(10), Reach::Holders);
+        assert!(!os::holders(dir.path(), std::process::id() as i32, false, None).is_empty());
+        let report = sweep(dir.path(), Duration::from_secs(10), Reach::Holders, None);
         assert!(!report.killed.is_empty(), "{report:?}");
         assert!(report.survivors.is_empty(), "{report:?}");
-        assert!(os::holders(dir.path(), std::process::id() as i32, false).is_empty());
+        assert!(os::holders(dir.path(), std::process::id() as i32, false, None).is_empty());
     }
 }
