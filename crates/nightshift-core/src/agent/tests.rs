@@ -12,10 +12,9 @@ use super::gemini::GeminiParser;
 use super::reset::reset_from_text;
 use super::*;
 
-const FIXTURES: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/../../../shared/fixtures/agent-streams"
-);
+/// Recorded real agent streams (copied from the project's shared fixtures, with their
+/// provenance in SOURCES.md and the expected figures in EXPECTED.md).
+const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/agent-streams");
 
 /// 2026-09-01T14:00:00Z.
 const NOW: i64 = 1_788_271_200;
@@ -24,8 +23,8 @@ fn fixture(rel: &str) -> Vec<u8> {
     let path = PathBuf::from(FIXTURES).join(rel);
     std::fs::read(&path).unwrap_or_else(|e| {
         panic!(
-            "fixture {} is missing ({e}); the tests read the shared fixtures beside the repo \
-             (shared/fixtures/agent-streams next to the repository root)",
+            "fixture {} is missing ({e}); the recorded streams live in \
+             crates/nightshift-core/tests/fixtures/agent-streams",
             path.display()
         )
     })
