@@ -18,6 +18,8 @@ use crate::store::{AttemptRow, CheckStage, EventKind, ItemRow, Spend};
 /// Seconds added to a reported reset time before retrying (reset times are whole seconds, and
 /// clocks differ).
 const RESET_MARGIN_SECS: i64 = 2;
+/// Repair iterations an attempt gets for a conflict with the target's tip.
+const MAX_CONFLICT_REPAIRS: u32 = 1;
 /// Bytes of agent output kept in memory (the whole output is in the log).
 const AGENT_TAIL: usize = 4096;
 
@@ -81,6 +83,13 @@ impl Engine<'_> {
             "red" if att.iteration < max_iterations => {
                 self.run_session(item, att, att.iteration + 1)
             }
+            "red" if att.conflict_repairs > 0 => self.park_keeping_branch(
+                att,
+                format!(
+                    "merge conflict with the target: check still red after the repair; branch {} kept",
+                    att.branch
+                ),
+            ),
             "red" => self.fail(
                 att,
                 format!(
@@ -108,6 +117,7 @@ impl Engine<'_> {
                     )
                 }
             }
+            "conflict" => self.start_conflict_repair(item, att),
             "merge_prepared" if att.onto.as_deref() == Some(att.base.as_str()) => {
                 self.integrate(att)
             }
@@ -185,6 +195,19 @@ impl Engine<'_> {
         };
         let max_iterations = self.run()?.max_iterations;
         let check_command = self.check_command(item);
+        let conflict =
+            if att.conflict_repairs > 0 && self.git.at(&att.worktree).merge_in_progress()? {
+                let onto = att.onto.clone().unwrap_or_default();
+                Some(prompt::ConflictNote {
+                    paths: att.conflict_paths.clone().unwrap_or_default(),
+                    target_log: self
+                        .git
+                        .log_oneline(&format!("{}..{onto}", att.base), 20)
+                        .unwrap_or_default(),
+                })
+            } else {
+                None
+            };
         let text = prompt::compose(&prompt::PromptInput {
             item: &item.id,
             prompt: &item.prompt,
@@ -193,6 +216,7 @@ impl Engine<'_> {
             max_iterations,
             feedback: feedback.as_deref(),
             nudge,
+            conflict: conflict.as_ref(),
         });
         let prompt_file = logs.join(format!("{stem}.prompt.md"));
         std::fs::write(&prompt_file, &text).map_err(io_err(&prompt_file))?;
@@ -524,6 +548,30 @@ impl Engine<'_> {
 
     fn commit(&mut self, item: &ItemRow, att: &AttemptRow) -> Result<(), EngineError> {
         let wt = self.git.at(&att.worktree);
+        if wt.merge_in_progress()? {
+            // A conflict repair: committing concludes the merge, unless markers remain.
+            let paths: Vec<&str> = att
+                .conflict_paths
+                .as_deref()
+                .unwrap_or("")
+                .lines()
+                .collect();
+            let marked: Vec<&str> = paths
+                .iter()
+                .copied()
+                .filter(|p| has_conflict_markers(&Path::new(&att.worktree).join(p)))
+                .collect();
+            if !marked.is_empty() {
+                return self.park_keeping_branch(
+                    att,
+                    format!(
+                        "merge conflict with the target not resolved: markers left in {}; branch {} kept",
+                        marked.join(", "),
+                        att.branch
+                    ),
+                );
+            }
+        }
         // Idempotent: after a crash between `git commit` and the journal, the tree is clean
         // and HEAD already holds the work. HEAD may equal the base (no changes yet); the check
         // still runs, and a green check on no changes fails the attempt.
@@ -536,6 +584,24 @@ impl Engine<'_> {
         Ok(())
     }
 
+    /// A conflict with the target's tip: merge the tip into the worktree (markers and all) and
+    /// give the agent one iteration to resolve it.
+    fn start_conflict_repair(
+        &mut self,
+        item: &ItemRow,
+        att: &AttemptRow,
+    ) -> Result<(), EngineError> {
+        let wt = self.git.at(&att.worktree);
+        if !wt.merge_in_progress()? {
+            let onto = att.onto.clone().unwrap_or_default();
+            wt.merge_no_commit(
+                &onto,
+                &format!("{}: bring in the target ({})", att.item, short(&onto)),
+            )?;
+        }
+        self.run_session(item, att, att.iteration + 1)
+    }
+
     /// Brings the attempt's work onto the target's current tip as one commit, in memory.
     fn prepare_merge(&mut self, item: &ItemRow, att: &AttemptRow) -> Result<(), EngineError> {
         let candidate = att.candidate.clone().unwrap_or_default();
@@ -545,13 +611,23 @@ impl Engine<'_> {
         } else {
             match self.git.merge_tree(&tip, &candidate)? {
                 MergeOutcome::Clean { tree } => tree,
+                MergeOutcome::Conflict { paths } if att.conflict_repairs < MAX_CONFLICT_REPAIRS => {
+                    self.record(EventKind::ConflictFound {
+                        item: att.item.clone(),
+                        attempt: att.attempt,
+                        onto: tip,
+                        paths,
+                    })?;
+                    return Ok(());
+                }
                 MergeOutcome::Conflict { paths } => {
-                    return self.fail(
+                    return self.park_keeping_branch(
                         att,
                         format!(
-                            "merge conflict with the target ({}) in {}",
+                            "merge conflict with the target ({}) in {}, still after a repair iteration; branch {} kept",
                             short(&tip),
-                            paths.join(", ")
+                            paths.join(", "),
+                            att.branch
                         ),
                     );
                 }
@@ -738,6 +814,15 @@ impl Engine<'_> {
             att.attempt
         )
     }
+}
+
+/// Whether a file still holds a git conflict marker line.
+fn has_conflict_markers(path: &Path) -> bool {
+    std::fs::read(path).is_ok_and(|bytes| {
+        bytes
+            .split(|b| *b == b'\n')
+            .any(|line| line.starts_with(b"<<<<<<< ") || line.starts_with(b">>>>>>> "))
+    })
 }
 
 /// The last `max` bytes of a file, as text (empty if unreadable).

@@ -10,6 +10,16 @@ pub(super) struct PromptInput<'a> {
     pub feedback: Option<&'a str>,
     /// Set when this session follows a silent one (the n-th nudge).
     pub nudge: Option<u32>,
+    /// Set for a conflict repair iteration.
+    pub conflict: Option<&'a ConflictNote>,
+}
+
+/// What a conflict repair session is told.
+pub(super) struct ConflictNote {
+    /// The conflicting paths, one per line.
+    pub paths: String,
+    /// The target's commits since the attempt's base (`git log --oneline`).
+    pub target_log: String,
 }
 
 /// The full prompt text.
@@ -22,6 +32,13 @@ pub(super) fn compose(input: &PromptInput<'_>) -> String {
         i = input.iteration,
         max = input.max_iterations,
     );
+    if let Some(c) = input.conflict {
+        text.push_str(&format!(
+            "\n## Resolve a merge conflict with the target\n\nWhile you worked, the target branch moved. nightshift has started merging its new tip into your working tree, and these files conflict:\n\n{}\n\nThe target's side is these commits (keep their intent):\n\n```\n{}\n```\n\nYour side is the task above (keep its intent too). Resolve every conflict, leave no conflict markers, and make the check pass; nightshift commits the merge.\n",
+            c.paths.lines().map(|p| format!("- {p}")).collect::<Vec<_>>().join("\n"),
+            c.target_log.trim_end()
+        ));
+    }
     if let Some(n) = input.nudge {
         text.push_str(&format!(
             "\n## You went silent\n\nThe previous session of this iteration produced no output and no activity for too long and was ended (nudge {n}). Your changes so far are still in the working tree. Continue the task and finish it; avoid commands that wait for input or run without end.\n"

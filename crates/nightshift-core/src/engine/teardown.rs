@@ -9,12 +9,21 @@ use crate::store::{AttemptRow, EventKind};
 impl Engine<'_> {
     /// Ends an attempt without shipping: preserve its work, record the verdict, tear down.
     pub(super) fn fail(&mut self, att: &AttemptRow, reason: String) -> Result<(), EngineError> {
-        self.end_attempt(att, reason, false)
+        self.end_attempt(att, reason, false, false)
     }
 
     /// Ends an attempt and parks its item now, whatever attempts it has left.
     pub(super) fn park(&mut self, att: &AttemptRow, reason: String) -> Result<(), EngineError> {
-        self.end_attempt(att, reason, true)
+        self.end_attempt(att, reason, true, false)
+    }
+
+    /// Parks the item and keeps the attempt's branch for a person (an unresolved conflict).
+    pub(super) fn park_keeping_branch(
+        &mut self,
+        att: &AttemptRow,
+        reason: String,
+    ) -> Result<(), EngineError> {
+        self.end_attempt(att, reason, true, true)
     }
 
     fn end_attempt(
@@ -22,6 +31,7 @@ impl Engine<'_> {
         att: &AttemptRow,
         reason: String,
         park: bool,
+        keep_branch: bool,
     ) -> Result<(), EngineError> {
         let run_id = self.run_id();
         let preserve_ref = match self.preserve(&run_id, att) {
@@ -41,6 +51,7 @@ impl Engine<'_> {
             reason,
             preserve_ref,
             park,
+            keep_branch,
         })?;
         self.teardown_attempt(&run_id, &att.item, att.attempt)
     }
@@ -149,7 +160,9 @@ impl Engine<'_> {
         }
         match self.remove_worktree(&path) {
             Ok(()) => {
-                let _ = self.git.delete_branch(&att.branch);
+                if !att.keep_branch {
+                    let _ = self.git.delete_branch(&att.branch);
+                }
                 self.record_for(
                     run_id,
                     EventKind::WorktreeRemoved {

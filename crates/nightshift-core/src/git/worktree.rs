@@ -285,6 +285,49 @@ impl Git {
         Ok(())
     }
 
+    /// Starts merging `commit` into this worktree's branch without committing, leaving any
+    /// conflicts (with markers) for someone to resolve. Returns whether there are conflicts.
+    pub fn merge_no_commit(&self, commit: &str, message: &str) -> Result<bool, GitError> {
+        let out = self.output(
+            &[
+                "merge",
+                "--no-ff",
+                "--no-commit",
+                "--no-verify",
+                "-m",
+                message,
+                commit,
+            ],
+            &ident(),
+        )?;
+        match out.code {
+            0 => Ok(false),
+            1 => Ok(true),
+            code => Err(GitError::Failed {
+                args: format!("merge --no-commit {commit}"),
+                dir: self.dir().to_owned(),
+                code,
+                stderr: out.stderr.trim().to_owned(),
+            }),
+        }
+    }
+
+    /// Whether a merge is in progress here (`MERGE_HEAD` exists).
+    pub fn merge_in_progress(&self) -> Result<bool, GitError> {
+        Ok(self.resolve("MERGE_HEAD")?.is_some())
+    }
+
+    /// `git log --oneline` of `range`, at most `max` commits.
+    pub fn log_oneline(&self, range: &str, max: usize) -> Result<String, GitError> {
+        self.run(&[
+            "log",
+            "--oneline",
+            "--no-decorate",
+            &format!("-{max}"),
+            range,
+        ])
+    }
+
     /// Fast-forwards the branch checked out here to `commit`, updating the files.
     pub fn merge_ff_only(&self, commit: &str) -> Result<(), GitError> {
         self.run(&["merge", "--quiet", "--ff-only", "--no-verify", commit])?;

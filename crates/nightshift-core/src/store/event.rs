@@ -175,6 +175,14 @@ pub enum EventKind {
         commit: String,
         onto: String,
     },
+    /// Bringing the work onto the target's tip conflicts: a repair iteration follows, with the
+    /// target merged into the worktree and the conflicting paths in the agent's prompt.
+    ConflictFound {
+        item: String,
+        attempt: u32,
+        onto: String,
+        paths: Vec<String>,
+    },
     /// Intent: move `target` from `expected_old` to `commit`.
     IntegrateIntended {
         item: String,
@@ -206,6 +214,9 @@ pub enum EventKind {
         /// Park the item now, whatever attempts it has left (e.g. its budget is spent).
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         park: bool,
+        /// Keep the attempt's branch for a person (e.g. an unresolved merge conflict).
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        keep_branch: bool,
     },
     /// Housekeeping: the attempt's worktree is gone.
     WorktreeRemoved { item: String, attempt: u32 },
@@ -242,6 +253,7 @@ impl EventKind {
             EventKind::CheckEnded { .. } => "check_ended",
             EventKind::Committed { .. } => "committed",
             EventKind::MergePrepared { .. } => "merge_prepared",
+            EventKind::ConflictFound { .. } => "conflict_found",
             EventKind::IntegrateIntended { .. } => "integrate_intended",
             EventKind::Integrated { .. } => "integrated",
             EventKind::Preserved { .. } => "preserved",
@@ -266,6 +278,7 @@ impl EventKind {
             | EventKind::CheckEnded { item, attempt, .. }
             | EventKind::Committed { item, attempt, .. }
             | EventKind::MergePrepared { item, attempt, .. }
+            | EventKind::ConflictFound { item, attempt, .. }
             | EventKind::IntegrateIntended { item, attempt, .. }
             | EventKind::Integrated { item, attempt, .. }
             | EventKind::Preserved { item, attempt, .. }

@@ -202,6 +202,19 @@ pub fn apply(
                 params![run_id, item, attempt, commit, onto],
             )?;
         }
+        EventKind::ConflictFound {
+            item,
+            attempt,
+            onto,
+            paths,
+        } => {
+            set_phase(tx, run_id, item, *attempt, "conflict")?;
+            tx.execute(
+                "UPDATE attempts SET conflict_repairs = conflict_repairs + 1, onto = ?4, conflict_paths = ?5
+                 WHERE run_id = ?1 AND item = ?2 AND attempt = ?3",
+                params![run_id, item, attempt, onto, paths.join("\n")],
+            )?;
+        }
         EventKind::IntegrateIntended { item, attempt, .. } => {
             set_phase(tx, run_id, item, *attempt, "integrating")?;
         }
@@ -238,9 +251,14 @@ pub fn apply(
             attempt,
             reason,
             park,
+            keep_branch,
             ..
         } => {
             set_phase(tx, run_id, item, *attempt, "failed")?;
+            tx.execute(
+                "UPDATE attempts SET keep_branch = ?4 WHERE run_id = ?1 AND item = ?2 AND attempt = ?3",
+                params![run_id, item, attempt, keep_branch],
+            )?;
             tx.execute(
                 "UPDATE attempts SET reason = ?4 WHERE run_id = ?1 AND item = ?2 AND attempt = ?3",
                 params![run_id, item, attempt, reason],

@@ -112,6 +112,12 @@ pub struct AttemptRow {
     pub last_outcome: Option<String>,
     /// The agent CLI's own session id, for resuming it.
     pub agent_session: Option<String>,
+    /// Conflict repair iterations given to this attempt.
+    pub conflict_repairs: u32,
+    /// The paths of the last conflict, one per line.
+    pub conflict_paths: Option<String>,
+    /// Whether teardown keeps the attempt's branch for a person.
+    pub keep_branch: bool,
 }
 
 impl AttemptRow {
@@ -250,7 +256,8 @@ impl Store {
     pub fn attempts(&self, run_id: &str) -> Result<Vec<AttemptRow>, StoreError> {
         let mut stmt = self.conn.prepare(
             "SELECT item, attempt, base, branch, worktree, phase, iteration, candidate, merged, onto,
-                    preserve_ref, reason, worktree_present, last_check_log, nudges, env_retries, last_outcome, agent_session
+                    preserve_ref, reason, worktree_present, last_check_log, nudges, env_retries, last_outcome, agent_session,
+                    conflict_repairs, conflict_paths, keep_branch
              FROM attempts WHERE run_id = ?1 ORDER BY rowid",
         )?;
         let rows = stmt.query_map([run_id], attempt_row)?;
@@ -261,10 +268,11 @@ impl Store {
     pub fn lingering_attempts(&self) -> Result<Vec<(String, AttemptRow)>, StoreError> {
         let mut stmt = self.conn.prepare(
             "SELECT item, attempt, base, branch, worktree, phase, iteration, candidate, merged, onto,
-                    preserve_ref, reason, worktree_present, last_check_log, nudges, env_retries, last_outcome, agent_session, run_id
+                    preserve_ref, reason, worktree_present, last_check_log, nudges, env_retries, last_outcome, agent_session,
+                    conflict_repairs, conflict_paths, keep_branch, run_id
              FROM attempts WHERE worktree_present = 1 ORDER BY rowid",
         )?;
-        let rows = stmt.query_map([], |r| Ok((r.get::<_, String>(18)?, attempt_row(r)?)))?;
+        let rows = stmt.query_map([], |r| Ok((r.get::<_, String>(21)?, attempt_row(r)?)))?;
         Ok(rows.collect::<Result<_, _>>()?)
     }
 
@@ -279,7 +287,8 @@ impl Store {
             .conn
             .query_row(
                 "SELECT item, attempt, base, branch, worktree, phase, iteration, candidate, merged, onto,
-                        preserve_ref, reason, worktree_present, last_check_log, nudges, env_retries, last_outcome, agent_session
+                        preserve_ref, reason, worktree_present, last_check_log, nudges, env_retries, last_outcome, agent_session,
+                    conflict_repairs, conflict_paths, keep_branch
                  FROM attempts WHERE run_id = ?1 AND item = ?2 AND attempt = ?3",
                 params![run_id, item, attempt],
                 attempt_row,
@@ -407,6 +416,9 @@ fn attempt_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<AttemptRow> {
         env_retries: r.get(15)?,
         last_outcome: r.get(16)?,
         agent_session: r.get(17)?,
+        conflict_repairs: r.get(18)?,
+        conflict_paths: r.get(19)?,
+        keep_branch: r.get::<_, i64>(20)? != 0,
     })
 }
 

@@ -3,7 +3,7 @@
 use rusqlite::Connection;
 
 /// The schema version this binary writes. An older binary refuses a newer database.
-pub const VERSION: i64 = 2;
+pub const VERSION: i64 = 3;
 
 const V1: &str = r#"
 CREATE TABLE events (
@@ -81,6 +81,13 @@ ALTER TABLE attempts ADD COLUMN last_outcome TEXT;
 ALTER TABLE attempts ADD COLUMN agent_session TEXT;
 "#;
 
+/// Version 3: conflict repairs, and branches kept for a person.
+const V3: &str = r#"
+ALTER TABLE attempts ADD COLUMN conflict_repairs INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE attempts ADD COLUMN conflict_paths TEXT;
+ALTER TABLE attempts ADD COLUMN keep_branch INTEGER NOT NULL DEFAULT 0;
+"#;
+
 /// Errors from bringing a database to this binary's schema.
 #[derive(Debug, thiserror::Error)]
 pub enum MigrateError {
@@ -108,6 +115,12 @@ pub fn migrate(conn: &mut Connection) -> Result<(), MigrateError> {
         let tx = conn.transaction()?;
         tx.execute_batch(V2)?;
         tx.pragma_update(None, "user_version", 2)?;
+        tx.commit()?;
+    }
+    if found < 3 {
+        let tx = conn.transaction()?;
+        tx.execute_batch(V3)?;
+        tx.pragma_update(None, "user_version", 3)?;
         tx.commit()?;
     }
     Ok(())

@@ -47,6 +47,7 @@ fn record_appends_and_folds_in_one_step() {
                 reason: "red".into(),
                 preserve_ref: None,
                 park: false,
+                keep_branch: false,
             },
         )
         .unwrap();

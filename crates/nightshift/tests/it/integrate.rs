@@ -153,3 +153,103 @@ fn an_interrupted_fast_forward_of_the_users_checkout_is_finished_not_blamed_on_t
     assert_eq!(repo.git(&["rev-parse", "main"]).trim(), merged);
     repo.assert_clean_end();
 }
+
+/// An agent for item `b` that, in its first iteration, has "someone else" commit a conflicting
+/// edit to main while it edits the same line; `repair` is what it does in the repair iteration.
+fn conflict_repo(repair: &str) -> Repo {
+    let repo = Repo::new(&project());
+    repo.write("shared.txt", "original\n");
+    repo.agent("c", &solves("c"));
+    let agent = format!(
+        "if [ $NIGHTSHIFT_ITERATION = 1 ]; then (cd {root} && echo theirs$NIGHTSHIFT_ATTEMPT > shared.txt && git commit -q -am theirs$NIGHTSHIFT_ATTEMPT); echo mine > shared.txt; mkdir -p done; echo ok > done/b; else {repair}; fi",
+        root = repo.root.display()
+    );
+    let config = plan(&repo, &["b", "c"], 1, 1).replacen(
+        &repo.agent_table(),
+        &format!(
+            "[agent]\nkind = \"command\"\ncommand = [\"sh\", \"-c\", \"if [ $NIGHTSHIFT_ITEM = b ]; then {agent}; else exec {BIN} __fake-agent --script-dir {dir}; fi\"]\n",
+            agent = agent.replace('"', "\\\""),
+            dir = repo.agent_dir.display()
+        ),
+        1,
+    );
+    repo.configure(&config);
+    repo
+}
+
+#[test]
+fn a_conflict_with_the_target_gets_a_repair_iteration_that_lands_on_top() {
+    let repo = conflict_repo("printf 'theirs1\\nmine\\n' > shared.txt");
+    let out = repo.run(&["run"]);
+    assert_eq!(out.status.code(), Some(10), "{}", text(&out));
+    assert_eq!(
+        repo.git(&["show", "main:shared.txt"]),
+        "theirs1\nmine\n",
+        "both intents kept"
+    );
+    let log = repo.git(&["log", "--format=%s", "main"]);
+    assert!(
+        log.lines().any(|l| l == "theirs1"),
+        "the other commit survives: {log}"
+    );
+    assert_eq!(repo.shipped_items(), ["b", "c"]);
+    let events = repo.store().events_after(0, 1000).unwrap();
+    let conflict = events.iter().find_map(|e| match &e.kind {
+        EventKind::ConflictFound { paths, .. } => Some(paths.clone()),
+        _ => None,
+    });
+    assert_eq!(conflict, Some(vec!["shared.txt".to_owned()]));
+    // The repair session was told about the conflict.
+    let prompt = std::fs::read_dir(repo.root.join(".nightshift/logs"))
+        .unwrap()
+        .flat_map(|run| std::fs::read_dir(run.unwrap().path()).unwrap())
+        .map(|f| f.unwrap().path())
+        .find(|p| p.to_string_lossy().ends_with("b-a1-i2.prompt.md"))
+        .expect("a repair iteration ran");
+    let prompt = std::fs::read_to_string(prompt).unwrap();
+    assert!(
+        prompt.contains("Resolve a merge conflict")
+            && prompt.contains("- shared.txt")
+            && prompt.contains("theirs"),
+        "{prompt}"
+    );
+    repo.assert_clean_end();
+}
+
+#[test]
+fn a_conflict_left_unresolved_parks_the_item_with_its_branch_and_the_run_goes_on() {
+    let repo = conflict_repo("true");
+    let out = repo.run(&["run"]);
+    assert_eq!(out.status.code(), Some(11), "{}", text(&out));
+    assert_eq!(repo.shipped_items(), ["c"], "the run went on");
+    let status = repo.status_json();
+    let b = status["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|i| i["id"] == "b")
+        .unwrap()
+        .clone();
+    assert_eq!(b["state"], "parked");
+    let reason = b["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("conflict") && reason.contains("branch nightshift/b/"),
+        "{reason}"
+    );
+    // Both the first attempt's and the parked pass's branches are kept for a person.
+    let branches = repo.git(&["branch", "--list", "nightshift/b/*"]);
+    assert!(
+        branches.contains("nightshift/b/1") && branches.contains("nightshift/b/2"),
+        "{branches}"
+    );
+    assert_eq!(
+        repo.git(&["show", "nightshift/b/1:shared.txt"]),
+        "mine\n",
+        "the kept branch holds the work"
+    );
+    assert_eq!(
+        repo.git(&["show", "main:shared.txt"]),
+        "theirs2\n",
+        "main has the other side only"
+    );
+}
