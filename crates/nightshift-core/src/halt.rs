@@ -61,6 +61,9 @@ pub enum HaltReason {
     OperatorStop,
     /// A run budget (tokens or USD) is spent.
     BudgetExceeded,
+    /// The queue is drained but the remote keeps refusing the push; the work is on the local
+    /// target, and the next run retries.
+    PushRejected,
 }
 
 impl HaltReason {
@@ -73,6 +76,7 @@ impl HaltReason {
             }
             HaltReason::OperatorStop => ExitClass::Ok,
             HaltReason::BudgetExceeded => ExitClass::Budget,
+            HaltReason::PushRejected => ExitClass::DrainedWithWorkLeft,
         }
     }
 
@@ -84,6 +88,7 @@ impl HaltReason {
             HaltReason::NoActionableItems => "no_actionable_items",
             HaltReason::OperatorStop => "operator_stop",
             HaltReason::BudgetExceeded => "budget_exceeded",
+            HaltReason::PushRejected => "push_rejected",
         }
     }
 }
@@ -114,6 +119,7 @@ mod tests {
             (HaltReason::NoActionableItems, "no_actionable_items", 11),
             (HaltReason::OperatorStop, "operator_stop", 0),
             (HaltReason::BudgetExceeded, "budget_exceeded", 18),
+            (HaltReason::PushRejected, "push_rejected", 11),
         ] {
             assert_eq!(reason.as_str(), name);
             assert_eq!(reason.class().code(), code);

@@ -48,12 +48,14 @@ pub struct Counts {
     pub parked: u32,
     pub escalated: u32,
     pub awaiting_operator: u32,
+    pub integrated_local: u32,
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct ItemStatus {
     pub id: String,
-    /// One of `queued`, `running`, `shipped`, `parked`, `escalated`, `awaiting_operator`.
+    /// One of `queued`, `running`, `shipped`, `integrated_local` (on the local target, its push
+    /// still owed), `parked`, `escalated`, `awaiting_operator`.
     pub state: String,
     /// Attempts started in this run.
     pub attempts: u32,
@@ -77,6 +79,7 @@ impl Status {
                     "parked" => counts.parked += 1,
                     "escalated" => counts.escalated += 1,
                     "awaiting_operator" => counts.awaiting_operator += 1,
+                    "integrated_local" => counts.integrated_local += 1,
                     _ => {}
                 }
             }

@@ -242,12 +242,41 @@ impl Default for SessionLimits {
     }
 }
 
+/// When an item counts as shipped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Done {
+    /// On the local target branch.
+    #[default]
+    Local,
+    /// On the remote (`push = true`): until then the item is `integrated_local`.
+    Pushed,
+}
+
 /// `[integrate]`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct IntegrateConfig {
     /// The branch green work is merged into; `None` means the branch checked out when the run
     /// starts.
     pub target: Option<String>,
+    /// Push the target to `remote` after every local advance.
+    pub push: bool,
+    pub remote: String,
+    pub done: Done,
+    /// Run after a successful push, per item; placeholders `{item}`, `{commit}`, `{target}`,
+    /// `{remote}`, `{branch}`.
+    pub pr_command: Vec<String>,
+}
+
+impl Default for IntegrateConfig {
+    fn default() -> Self {
+        IntegrateConfig {
+            target: None,
+            push: false,
+            remote: "origin".into(),
+            done: Done::Local,
+            pr_command: Vec::new(),
+        }
+    }
 }
 
 /// One `[[item]]`.

@@ -9,7 +9,7 @@ use toml::Spanned;
 
 use super::{
     AgentConfig, AgentKind, BudgetLimits, BudgetMode, CheckConfig, Config, DEFAULT_CHECK_TIMEOUT,
-    DEFAULT_MAX_ATTEMPTS, DEFAULT_MAX_ITERATIONS, IntegrateConfig, ItemConfig, Limits,
+    DEFAULT_MAX_ATTEMPTS, DEFAULT_MAX_ITERATIONS, Done, IntegrateConfig, ItemConfig, Limits,
     OutputFormat, SessionLimits, SourceError, parse_duration,
 };
 use crate::plan::{ID_HELP, validate_id};
@@ -75,6 +75,10 @@ struct RawLimits {
 #[serde(deny_unknown_fields)]
 struct RawIntegrate {
     target: Option<Spanned<String>>,
+    push: Option<bool>,
+    remote: Option<Spanned<String>>,
+    done: Option<Spanned<String>>,
+    pr_command: Option<Spanned<Vec<String>>>,
 }
 
 #[derive(Deserialize)]
@@ -511,7 +515,55 @@ impl Ctx<'_> {
     }
 
     fn integrate(&self, raw: Option<RawIntegrate>) -> Result<IntegrateConfig, Box<SourceError>> {
-        let target = match raw.and_then(|raw| raw.target) {
+        let Some(raw) = raw else {
+            return Ok(IntegrateConfig::default());
+        };
+        let push = raw.push.unwrap_or(false);
+        let remote = match raw.remote {
+            Some(r) if r.get_ref().trim().is_empty() => {
+                return Err(self
+                    .error(r.span(), "`remote` in [integrate] is empty")
+                    .into());
+            }
+            Some(r) => r.into_inner(),
+            None => "origin".to_owned(),
+        };
+        let done = match raw.done {
+            None => Done::Local,
+            Some(d) => match d.get_ref().as_str() {
+                "local" => Done::Local,
+                "pushed" if push => Done::Pushed,
+                "pushed" => {
+                    return Err(self
+                        .error(
+                            d.span(),
+                            "`done = \"pushed\"` needs `push = true` in [integrate]",
+                        )
+                        .into());
+                }
+                other => {
+                    return Err(self
+                        .error(d.span(), format!("unknown `done` `{other}` in [integrate]"))
+                        .with_help("expected `\"local\"` (shipped when on the local target) or `\"pushed\"` (shipped when on the remote)")
+                        .into());
+                }
+            },
+        };
+        let pr_command = match raw.pr_command {
+            Some(c) if c.get_ref().first().is_none_or(|p| p.trim().is_empty()) => {
+                return Err(self
+                    .error(c.span(), "`pr_command` in [integrate] is empty")
+                    .with_help("an argv such as [\"gh\", \"pr\", \"create\", \"--head\", \"{branch}\"]; placeholders: {item}, {commit}, {target}, {remote}, {branch}")
+                    .into());
+            }
+            Some(c) if !push => {
+                return Err(self
+                    .error(c.span(), "`pr_command` needs `push = true` in [integrate]")
+                    .into());
+            }
+            other => other.map(Spanned::into_inner).unwrap_or_default(),
+        };
+        let target = match raw.target {
             None => None,
             Some(target) if target.get_ref().trim().is_empty() => {
                 return Err(self
@@ -524,7 +576,13 @@ impl Ctx<'_> {
             }
             Some(target) => Some(target.into_inner()),
         };
-        Ok(IntegrateConfig { target })
+        Ok(IntegrateConfig {
+            target,
+            push,
+            remote,
+            done,
+            pr_command,
+        })
     }
 
     fn items(&self, raw_items: &[Spanned<RawItem>]) -> Result<Vec<ItemConfig>, Box<SourceError>> {

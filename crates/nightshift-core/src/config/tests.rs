@@ -84,6 +84,7 @@ fn full_example_parses_with_its_values() -> TestResult {
             budget: BudgetLimits::default(),
             integrate: IntegrateConfig {
                 target: Some("main".into()),
+                ..IntegrateConfig::default()
             },
             plan: Some(PathBuf::from("TODO.md")),
             items: vec![ItemConfig {

@@ -728,12 +728,18 @@ impl Engine<'_> {
             }
             failpoint::hit("integrate_effect_done");
         }
+        let push = self.config.integrate.push;
         self.record(EventKind::Integrated {
             item: att.item.clone(),
             attempt: att.attempt,
             commit: merged,
+            push,
+            awaiting_push: push && self.config.integrate.done == crate::config::Done::Pushed,
         })?;
-        self.teardown_attempt(&self.run_id(), &att.item, att.attempt)
+        self.teardown_attempt(&self.run_id(), &att.item, att.attempt)?;
+        // Closeout is housekeeping too: a refused push is retried, never a failed item.
+        self.push_owed()?;
+        Ok(())
     }
 
     /// Compare-and-swap of the target. `false` when someone else moved it (a lost race);

@@ -5,6 +5,7 @@
 //! special path: the loop continues from what the journal says, after reconciling the world.
 
 mod attempt;
+mod closeout;
 mod launch;
 mod prompt;
 mod teardown;
@@ -339,6 +340,11 @@ impl Engine<'_> {
                 })?;
                 continue;
             }
+            if let Some(halt) = self.drain_pushes()? {
+                self.halt_requested = Some(halt);
+                continue;
+            }
+            let items = self.store.items(&run_id)?;
             let halt = if items.iter().all(|i| i.state == "shipped") {
                 if items.is_empty() {
                     HaltReason::NoActionableItems

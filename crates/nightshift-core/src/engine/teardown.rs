@@ -293,10 +293,14 @@ impl Engine<'_> {
                 _ => false,
             };
             if landed {
+                let push = self.config.integrate.push;
                 self.record(EventKind::Integrated {
                     item: att.item.clone(),
                     attempt: att.attempt,
                     commit: att.merged.clone().unwrap_or_default(),
+                    push,
+                    awaiting_push: push
+                        && self.config.integrate.done == crate::config::Done::Pushed,
                 })?;
                 self.teardown_attempt(&run_id, &att.item, att.attempt)?;
             } else {

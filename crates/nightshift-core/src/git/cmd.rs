@@ -73,6 +73,45 @@ impl Git {
         }
     }
 
+    /// Pushes `refspec` to `remote` (never forced). The remote's own hooks run (nightshift's
+    /// hooks override is not passed on, since for a local remote it would reach its
+    /// receive-pack); the local pre-push hook does not (`--no-verify`).
+    pub fn push(&self, remote: &str, refspec: &str) -> Result<(), GitError> {
+        let mut cmd = Command::new("git");
+        cmd.current_dir(&self.dir)
+            .env("LC_ALL", "C")
+            .env("GIT_TERMINAL_PROMPT", "0")
+            .env_remove("GIT_DIR")
+            .env_remove("GIT_WORK_TREE")
+            .env_remove("GIT_INDEX_FILE")
+            .args(["push", "--no-verify", "--porcelain", remote, refspec])
+            .stdin(Stdio::null());
+        std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
+        let out = cmd.output().map_err(|source| GitError::Spawn {
+            args: format!("push {remote} {refspec}"),
+            dir: self.dir.clone(),
+            source,
+        })?;
+        if out.status.success() {
+            return Ok(());
+        }
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stderr),
+            String::from_utf8_lossy(&out.stdout)
+        );
+        Err(GitError::Failed {
+            args: format!("push {remote} {refspec}"),
+            dir: self.dir.clone(),
+            code: out.status.code().unwrap_or(-1),
+            stderr: text
+                .lines()
+                .filter(|l| !l.trim().is_empty())
+                .collect::<Vec<_>>()
+                .join("; "),
+        })
+    }
+
     fn command<S: AsRef<OsStr>>(&self, args: &[S]) -> Command {
         let mut cmd = Command::new("git");
         cmd.current_dir(&self.dir)

@@ -191,12 +191,23 @@ pub enum EventKind {
         commit: String,
         expected_old: String,
     },
-    /// Confirmed: the target holds `commit`. The item is shipped.
+    /// Confirmed: the target holds `commit`. The item is shipped, or `integrated_local` when it
+    /// counts only once pushed (`done = "pushed"`).
     Integrated {
         item: String,
         attempt: u32,
         commit: String,
+        /// A push to the remote is still owed (`push = true`).
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        push: bool,
+        /// The item is shipped only once pushed (`done = "pushed"`).
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        awaiting_push: bool,
     },
+    /// The remote holds the item's commit (and every earlier one).
+    Pushed { item: String, commit: String },
+    /// A push was refused or failed; it is retried. Never loses the local work.
+    PushFailed { items: Vec<String>, error: String },
     /// The attempt's commits and dirty tree are kept under `ref_name`.
     Preserved {
         item: String,
@@ -256,6 +267,8 @@ impl EventKind {
             EventKind::ConflictFound { .. } => "conflict_found",
             EventKind::IntegrateIntended { .. } => "integrate_intended",
             EventKind::Integrated { .. } => "integrated",
+            EventKind::Pushed { .. } => "pushed",
+            EventKind::PushFailed { .. } => "push_failed",
             EventKind::Preserved { .. } => "preserved",
             EventKind::AttemptFailed { .. } => "attempt_failed",
             EventKind::WorktreeRemoved { .. } => "worktree_removed",
@@ -289,6 +302,8 @@ impl EventKind {
             | EventKind::RunResumed { .. }
             | EventKind::PassStarted { .. }
             | EventKind::RunPaused { .. }
+            | EventKind::Pushed { .. }
+            | EventKind::PushFailed { .. }
             | EventKind::RunUnpaused
             | EventKind::RunFinished { .. } => (None, None),
         }

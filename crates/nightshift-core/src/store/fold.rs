@@ -222,14 +222,37 @@ pub fn apply(
             item,
             attempt,
             commit,
+            push,
+            awaiting_push,
         } => {
             set_phase(tx, run_id, item, *attempt, "integrated")?;
+            let state = if *awaiting_push {
+                "integrated_local"
+            } else {
+                "shipped"
+            };
             tx.execute(
-                "UPDATE items SET state = 'shipped', shipped_commit = ?3, reason = NULL,
+                "UPDATE items SET state = ?4, shipped_commit = ?3, reason = NULL, push_pending = ?5,
                         shipped_pass = (SELECT pass FROM runs WHERE id = ?1)
                  WHERE run_id = ?1 AND id = ?2",
-                params![run_id, item, commit],
+                params![run_id, item, commit, state, push],
             )?;
+        }
+        EventKind::Pushed { item, .. } => {
+            tx.execute(
+                "UPDATE items SET state = 'shipped', push_pending = 0, reason = NULL,
+                        shipped_pass = (SELECT pass FROM runs WHERE id = ?1)
+                 WHERE run_id = ?1 AND id = ?2",
+                params![run_id, item],
+            )?;
+        }
+        EventKind::PushFailed { items, error } => {
+            for item in items {
+                tx.execute(
+                    "UPDATE items SET reason = ?3 WHERE run_id = ?1 AND id = ?2",
+                    params![run_id, item, format!("push failed (retried): {error}")],
+                )?;
+            }
         }
         EventKind::Preserved {
             item,

@@ -85,6 +85,8 @@ pub struct ItemRow {
     pub spent_tokens: f64,
     pub spent_turns: u32,
     pub spent_usd: f64,
+    /// A push to the remote is still owed for this item's commit.
+    pub push_pending: bool,
 }
 
 /// One attempt at an item.
@@ -227,7 +229,7 @@ impl Store {
         let mut stmt = self.conn.prepare(
             "SELECT id, position, prompt, check_command, state, attempts, allowed, current_attempt,
                     reason, preserve_ref, shipped_commit, shipped_pass, spent_tokens, spent_turns,
-                    spent_usd
+                    spent_usd, push_pending
              FROM items WHERE run_id = ?1 ORDER BY position",
         )?;
         let rows = stmt.query_map([run_id], |r| {
@@ -247,6 +249,7 @@ impl Store {
                 spent_tokens: r.get(12)?,
                 spent_turns: r.get(13)?,
                 spent_usd: r.get(14)?,
+                push_pending: r.get::<_, i64>(15)? != 0,
             })
         })?;
         Ok(rows.collect::<Result<_, _>>()?)

@@ -3,7 +3,7 @@
 use rusqlite::Connection;
 
 /// The schema version this binary writes. An older binary refuses a newer database.
-pub const VERSION: i64 = 3;
+pub const VERSION: i64 = 4;
 
 const V1: &str = r#"
 CREATE TABLE events (
@@ -88,6 +88,11 @@ ALTER TABLE attempts ADD COLUMN conflict_paths TEXT;
 ALTER TABLE attempts ADD COLUMN keep_branch INTEGER NOT NULL DEFAULT 0;
 "#;
 
+/// Version 4: remote closeout.
+const V4: &str = r#"
+ALTER TABLE items ADD COLUMN push_pending INTEGER NOT NULL DEFAULT 0;
+"#;
+
 /// Errors from bringing a database to this binary's schema.
 #[derive(Debug, thiserror::Error)]
 pub enum MigrateError {
@@ -121,6 +126,12 @@ pub fn migrate(conn: &mut Connection) -> Result<(), MigrateError> {
         let tx = conn.transaction()?;
         tx.execute_batch(V3)?;
         tx.pragma_update(None, "user_version", 3)?;
+        tx.commit()?;
+    }
+    if found < 4 {
+        let tx = conn.transaction()?;
+        tx.execute_batch(V4)?;
+        tx.pragma_update(None, "user_version", 4)?;
         tx.commit()?;
     }
     Ok(())

@@ -253,3 +253,128 @@ fn a_conflict_left_unresolved_parks_the_item_with_its_branch_and_the_run_goes_on
         "main has the other side only"
     );
 }
+
+/// A bare remote whose pre-receive hook refuses every push while `closed` exists (the caller
+/// creates it once the setup is pushed).
+fn with_remote(repo: &Repo) -> (std::path::PathBuf, std::path::PathBuf) {
+    let remote = repo.agent_dir.parent().unwrap().join("remote.git");
+    let closed = repo.agent_dir.join("closed");
+    repo.git(&["init", "--quiet", "--bare", remote.to_str().unwrap()]);
+    repo.git(&["remote", "add", "origin", remote.to_str().unwrap()]);
+    repo.git(&["push", "--quiet", "origin", "main"]);
+    let hook = remote.join("hooks/pre-receive");
+    std::fs::write(
+        &hook,
+        format!(
+            "#!/bin/sh\nif [ -e {} ]; then echo 'remote closed for the night' >&2; exit 1; fi\n",
+            closed.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&hook, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    (remote, closed)
+}
+
+#[test]
+fn a_refused_push_keeps_the_item_integrated_locally_alerts_and_succeeds_once_the_remote_accepts() {
+    let repo = Repo::new(&project());
+    let (remote, closed) = with_remote(&repo);
+    repo.agent("a", &solves("a"));
+    let prs = repo.agent_dir.join("prs.txt");
+    // Item b's agent reopens the remote (a person fixing it overnight), then does its work.
+    let config = plan(&repo, &["a", "b"], 1, 1).replacen(
+        &repo.agent_table(),
+        &format!(
+            "[agent]\nkind = \"command\"\ncommand = [\"sh\", \"-c\", \"if [ $NIGHTSHIFT_ITEM = b ]; then rm -f {closed}; mkdir -p done; echo ok > done/b; else exec {BIN} __fake-agent --script-dir {dir}; fi\"]\n",
+            closed = closed.display(),
+            dir = repo.agent_dir.display()
+        ),
+        1,
+    ) + &format!(
+        "\n[integrate]\npush = true\ndone = \"pushed\"\npr_command = [\"sh\", \"-c\", \"echo {{item}} {{commit}} >> {}\"]\n",
+        prs.display()
+    );
+    repo.configure(&config);
+    repo.git(&["push", "--quiet", "origin", "main"]);
+    std::fs::write(&closed, "").unwrap();
+    let out = repo.run(&["run"]);
+    assert_eq!(out.status.code(), Some(10), "{}", text(&out));
+    let kinds: Vec<String> = repo
+        .store()
+        .events_after(0, 1000)
+        .unwrap()
+        .into_iter()
+        .filter(|e| {
+            matches!(
+                e.kind,
+                EventKind::Integrated { .. }
+                    | EventKind::Pushed { .. }
+                    | EventKind::PushFailed { .. }
+            )
+        })
+        .map(|e| match e.kind {
+            EventKind::Integrated {
+                item,
+                awaiting_push,
+                ..
+            } => format!("integrated {item} {awaiting_push}"),
+            EventKind::Pushed { item, .. } => format!("pushed {item}"),
+            EventKind::PushFailed { items, .. } => format!("push_failed {}", items.join(",")),
+            _ => unreachable!(),
+        })
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "integrated a true",
+            "push_failed a",
+            "integrated b true",
+            "pushed a",
+            "pushed b"
+        ]
+    );
+    let attention = std::fs::read_to_string(repo.root.join(".nightshift/ATTENTION")).unwrap();
+    assert!(
+        attention.contains("refused") && attention.contains("remote closed for the night"),
+        "{attention}"
+    );
+    let remote_main = std::process::Command::new("git")
+        .args(["--git-dir", remote.to_str().unwrap(), "rev-parse", "main"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&remote_main.stdout),
+        repo.git(&["rev-parse", "main"])
+    );
+    let prs = std::fs::read_to_string(prs).unwrap();
+    assert_eq!(
+        prs.lines()
+            .map(|l| l.split(' ').next().unwrap())
+            .collect::<Vec<_>>(),
+        ["a", "b"]
+    );
+    repo.assert_clean_end();
+}
+
+#[test]
+fn a_remote_that_never_accepts_halts_push_rejected_with_the_work_on_the_local_target() {
+    let repo = Repo::new(&project());
+    let (_remote, closed) = with_remote(&repo);
+    repo.agent("a", &solves("a"));
+    let config = plan(&repo, &["a"], 1, 1)
+        .replace("[limits]\n", "[limits]\nfault_backoff = \"50ms\"\n")
+        + "\n[integrate]\npush = true\ndone = \"pushed\"\n";
+    repo.configure(&config);
+    repo.git(&["push", "--quiet", "origin", "main"]);
+    std::fs::write(&closed, "").unwrap();
+    let out = repo.run(&["run"]);
+    assert_eq!(out.status.code(), Some(11), "{}", text(&out));
+    assert_eq!(repo.item_state("a"), "integrated_local");
+    assert_eq!(
+        repo.shipped_items(),
+        ["a"],
+        "the work is on the local target"
+    );
+    let status = repo.status_json();
+    assert_eq!(status["run"]["halt_reason"], "push_rejected");
+}

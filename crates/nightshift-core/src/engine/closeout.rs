@@ -1,0 +1,114 @@
+//! Remote closeout: after the local target moves, push it (`[integrate] push`), run the PR
+//! command per item, and keep retrying a refused push. A refused push never loses work: the
+//! item stays integrated on the local target, and a person is told.
+
+use super::{Engine, EngineError};
+use crate::halt::HaltReason;
+use crate::notify;
+use crate::store::EventKind;
+
+/// How many times a drained run retries a refused push (backing off from `fault_backoff`)
+/// before it halts `push_rejected`.
+const DRAIN_PUSH_RETRIES: u32 = 5;
+
+impl Engine<'_> {
+    /// Pushes the target if any item owes a push. Returns whether nothing is owed any more.
+    pub(super) fn push_owed(&mut self) -> Result<bool, EngineError> {
+        if !self.config.integrate.push {
+            return Ok(true);
+        }
+        let run_id = self.run_id();
+        let owed: Vec<_> = self
+            .store
+            .items(&run_id)?
+            .into_iter()
+            .filter(|i| i.push_pending)
+            .collect();
+        if owed.is_empty() {
+            return Ok(true);
+        }
+        let target = self.run()?.target.clone();
+        let remote = self.config.integrate.remote.clone();
+        let refspec = format!("refs/heads/{target}:refs/heads/{target}");
+        match self.git.push(&remote, &refspec) {
+            Ok(()) => {
+                for item in &owed {
+                    let commit = item.shipped_commit.clone().unwrap_or_default();
+                    self.record(EventKind::Pushed {
+                        item: item.id.clone(),
+                        commit: commit.clone(),
+                    })?;
+                    self.open_pr(&item.id, &commit, &target, &remote);
+                }
+                Ok(true)
+            }
+            Err(err) => {
+                let error = err.to_string();
+                let items: Vec<String> = owed.iter().map(|i| i.id.clone()).collect();
+                notify::attention(
+                    &self.ws,
+                    self.clock.as_ref(),
+                    &format!(
+                        "push to {remote} refused ({}); the work is on the local `{target}`, and the push is retried: {error}",
+                        items.join(", ")
+                    ),
+                );
+                self.record(EventKind::PushFailed { items, error })?;
+                Ok(false)
+            }
+        }
+    }
+
+    /// When the queue is drained but a push is still owed: retry with back-off, then halt.
+    pub(super) fn drain_pushes(&mut self) -> Result<Option<HaltReason>, EngineError> {
+        for retry in 0..DRAIN_PUSH_RETRIES {
+            if self.push_owed()? {
+                return Ok(None);
+            }
+            let wait = self.config.session.fault_backoff.as_secs_f64() * 2f64.powi(retry as i32);
+            let until = self.clock.wall().as_second() + wait.min(600.0).ceil() as i64;
+            self.record(EventKind::RunPaused {
+                reason: "push refused: retrying".into(),
+                until,
+            })?;
+            self.wait_out_pause()?;
+        }
+        if self.push_owed()? {
+            Ok(None)
+        } else {
+            Ok(Some(HaltReason::PushRejected))
+        }
+    }
+
+    /// Runs `[integrate] pr_command` for a pushed item; a failure is a warning, not a stop.
+    fn open_pr(&self, item: &str, commit: &str, target: &str, remote: &str) {
+        let template = &self.config.integrate.pr_command;
+        if template.is_empty() {
+            return;
+        }
+        let argv: Vec<String> = template
+            .iter()
+            .map(|a| {
+                a.replace("{item}", item)
+                    .replace("{commit}", commit)
+                    .replace("{target}", target)
+                    .replace("{remote}", remote)
+                    .replace("{branch}", target)
+            })
+            .collect();
+        let ok = std::process::Command::new(&argv[0])
+            .args(&argv[1..])
+            .current_dir(self.ws.root())
+            .stdin(std::process::Stdio::null())
+            .output()
+            .map(|o| o.status.success())
+            .unwrap_or(false);
+        if !ok {
+            notify::attention(
+                &self.ws,
+                self.clock.as_ref(),
+                &format!("{item}: pr_command failed: {}", argv.join(" ")),
+            );
+        }
+    }
+}
