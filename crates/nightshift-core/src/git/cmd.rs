@@ -77,16 +77,8 @@ impl Git {
     /// hooks override is not passed on, since for a local remote it would reach its
     /// receive-pack); the local pre-push hook does not (`--no-verify`).
     pub fn push(&self, remote: &str, refspec: &str) -> Result<(), GitError> {
-        let mut cmd = Command::new("git");
-        cmd.current_dir(&self.dir)
-            .env("LC_ALL", "C")
-            .env("GIT_TERMINAL_PROMPT", "0")
-            .env_remove("GIT_DIR")
-            .env_remove("GIT_WORK_TREE")
-            .env_remove("GIT_INDEX_FILE")
-            .args(["push", "--no-verify", "--porcelain", remote, refspec])
-            .stdin(Stdio::null());
-        std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
+        let mut cmd = self.bare_command();
+        cmd.args(["push", "--no-verify", "--porcelain", remote, refspec]);
         let out = cmd.output().map_err(|source| GitError::Spawn {
             args: format!("push {remote} {refspec}"),
             dir: self.dir.clone(),
@@ -112,7 +104,10 @@ impl Git {
         })
     }
 
-    fn command<S: AsRef<OsStr>>(&self, args: &[S]) -> Command {
+    /// git in this directory with a predictable environment: `LC_ALL=C`, no prompts, no
+    /// inherited repository overrides, stdin closed, its own process group (a timeout ends git
+    /// and anything it started together), output captured.
+    fn bare_command(&self) -> Command {
         let mut cmd = Command::new("git");
         cmd.current_dir(&self.dir)
             .env("LC_ALL", "C")
@@ -120,19 +115,31 @@ impl Git {
             .env_remove("GIT_DIR")
             .env_remove("GIT_WORK_TREE")
             .env_remove("GIT_INDEX_FILE")
-            .args([
-                "-c",
-                "core.hooksPath=/dev/null",
-                "-c",
-                "advice.detachedHead=false",
-            ])
-            .args(args)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
-        // Its own process group, so a timeout ends git and anything it started (filters,
-        // hooks of other tools) together.
         std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
+        cmd
+    }
+
+    /// git for nightshift's own work: hooks off, no background maintenance forked mid-run (it
+    /// costs time per commit and may repack under a live worktree), and no signing prompt
+    /// (unattended, it would fail every commit of the night).
+    fn command<S: AsRef<OsStr>>(&self, args: &[S]) -> Command {
+        let mut cmd = self.bare_command();
+        cmd.args([
+            "-c",
+            "core.hooksPath=/dev/null",
+            "-c",
+            "advice.detachedHead=false",
+            "-c",
+            "maintenance.auto=false",
+            "-c",
+            "gc.auto=0",
+            "-c",
+            "commit.gpgSign=false",
+        ])
+        .args(args);
         cmd
     }
 

@@ -256,3 +256,53 @@ pub fn stray_processes(dir: &Path) -> Vec<u32> {
         })
         .collect()
 }
+
+/// An agent that says "started" and then waits to be let go: an explicit handshake over two
+/// FIFOs, so a test can act while a session is running without sleeping.
+pub struct HeldAgent {
+    ready: PathBuf,
+    release: PathBuf,
+}
+
+impl HeldAgent {
+    /// Configures `repo` with one item `id` whose agent holds until released, then solves it.
+    pub fn configure(repo: &Repo, id: &str) -> HeldAgent {
+        let ready = repo.agent_dir.join("ready");
+        let release = repo.agent_dir.join("release");
+        for fifo in [&ready, &release] {
+            nix::unistd::mkfifo(fifo, nix::sys::stat::Mode::S_IRWXU).expect("mkfifo");
+        }
+        let agent = format!(
+            "echo started > {}; read line < {}; mkdir -p done; echo ok > done/{id}",
+            ready.display(),
+            release.display()
+        );
+        let config = plan(repo, &[id], 1, 1).replacen(
+            &repo.agent_table(),
+            &format!("[agent]\nkind = \"command\"\ncommand = [\"sh\", \"-c\", \"{agent}\"]\n"),
+            1,
+        );
+        repo.configure(&config);
+        HeldAgent { ready, release }
+    }
+
+    /// Blocks until the agent is running.
+    pub fn wait_started(&self) {
+        use std::io::Read;
+        let mut line = String::new();
+        std::fs::File::open(&self.ready)
+            .and_then(|mut f| f.read_to_string(&mut line))
+            .expect("read the ready FIFO");
+        assert_eq!(line, "started\n");
+    }
+
+    /// Lets the agent finish.
+    pub fn release(&self) {
+        use std::io::Write;
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(&self.release)
+            .and_then(|mut f| f.write_all(b"go\n"))
+            .expect("write the release FIFO");
+    }
+}

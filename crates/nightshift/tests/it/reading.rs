@@ -104,34 +104,15 @@ fn init_writes_a_config_that_parses_and_ignores_the_state_dir() {
 
 #[test]
 fn log_follow_streams_a_live_run_and_returns_when_it_finishes() {
-    use std::io::{BufRead, Read, Write};
+    use std::io::BufRead;
     let repo = Repo::new(&project());
-    let ready = repo.agent_dir.join("ready");
-    let release = repo.agent_dir.join("release");
-    for fifo in [&ready, &release] {
-        nix::unistd::mkfifo(fifo, nix::sys::stat::Mode::S_IRWXU).unwrap();
-    }
-    let agent = format!(
-        "echo started > {}; read line < {}; mkdir -p done; echo ok > done/live",
-        ready.display(),
-        release.display()
-    );
-    let config = plan(&repo, &["live"], 1, 1).replacen(
-        &repo.agent_table(),
-        &format!("[agent]\nkind = \"command\"\ncommand = [\"sh\", \"-c\", \"{agent}\"]\n"),
-        1,
-    );
-    repo.configure(&config);
+    let agent = HeldAgent::configure(&repo, "live");
     let mut run = repo
         .cmd(&["run"])
         .stdout(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    let mut line = String::new();
-    std::fs::File::open(&ready)
-        .unwrap()
-        .read_to_string(&mut line)
-        .unwrap();
+    agent.wait_started();
 
     // The run is mid-session: follow it.
     let mut follow = repo
@@ -149,12 +130,7 @@ fn log_follow_streams_a_live_run_and_returns_when_it_finishes() {
         }
     }
     // Only now let the session end: everything after this point is followed live.
-    std::fs::OpenOptions::new()
-        .write(true)
-        .open(&release)
-        .unwrap()
-        .write_all(b"go\n")
-        .unwrap();
+    agent.release();
     for l in lines {
         let v: serde_json::Value = serde_json::from_str(&l.unwrap()).unwrap();
         seen.push(v["kind"].as_str().unwrap().to_owned());
