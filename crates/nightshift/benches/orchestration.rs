@@ -68,6 +68,18 @@ fn child_ms(dir: &Path) -> u64 {
         .sum()
 }
 
+/// CPU time (user + system) of all waited-for children so far, in ms.
+fn children_cpu_ms() -> f64 {
+    nix::sys::resource::getrusage(nix::sys::resource::UsageWho::RUSAGE_CHILDREN)
+        .map(|u| {
+            let t = |tv: nix::sys::time::TimeVal| {
+                tv.tv_sec() as f64 * 1000.0 + tv.tv_usec() as f64 / 1000.0
+            };
+            t(u.user_time()) + t(u.system_time())
+        })
+        .unwrap_or(0.0)
+}
+
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(|a, b| a.total_cmp(b));
     v[v.len() / 2]
@@ -81,9 +93,11 @@ fn main() {
     let tmp = tempfile::tempdir().unwrap();
     let mut per_item = Vec::new();
     let mut overhead = Vec::new();
+    let mut cpu_per_item = Vec::new();
     for run in 0..runs {
         let dir = tmp.path().join(format!("run-{run}"));
         setup(&dir);
+        let cpu_before = children_cpu_ms();
         let started = Instant::now();
         let status = Command::new(BIN)
             .arg("run")
@@ -93,6 +107,8 @@ fn main() {
             .status()
             .unwrap();
         let wall = started.elapsed().as_secs_f64() * 1000.0;
+        let cpu = children_cpu_ms() - cpu_before;
+        cpu_per_item.push(cpu / ITEMS as f64);
         assert_eq!(
             status.code(),
             Some(10),
@@ -117,6 +133,10 @@ fn main() {
     println!(
         "  without agent and check time, median:     {:.1} ms",
         median(overhead)
+    );
+    println!(
+        "  CPU (user+sys of the engine and all it ran) per item, median: {:.1} ms",
+        median(cpu_per_item)
     );
     println!(
         "  peak RSS of any one process of the run:   {:.1} MiB",

@@ -319,7 +319,7 @@ fn unknown_integrate_key() {
         &format!("{HEAD}[integrate]\nbranch = \"main\"\n"),
         (6, 1),
         "branch",
-        "unknown field `branch`, expected `target`",
+        "unknown field `branch`, expected one of `target`, `push`, `remote`, `done`, `pr_command`",
         "nightshift init",
     );
 }

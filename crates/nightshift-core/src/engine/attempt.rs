@@ -144,12 +144,18 @@ impl Engine<'_> {
         let path = PathBuf::from(&att.worktree);
         // Only `preparing` reaches here, so nothing ran in a leftover directory yet: a half-made
         // worktree from a crash is ours and empty of work, and is rebuilt.
-        // `remove -f -f` also clears a locked admin entry whose directory was never made.
-        let _ = self.git.worktree_remove(&path);
-        if path.exists() && self.ws.owns_worktree_path(&path) {
-            std::fs::remove_dir_all(&path).map_err(io_err(&path))?;
+        // Leftovers of an interrupted `git worktree add`: the directory, or git's (possibly
+        // locked) admin entry without it. `remove -f -f` clears both; only paid when present.
+        let admin = path
+            .file_name()
+            .map(|name| self.common_dir.join("worktrees").join(name));
+        if path.exists() || admin.is_some_and(|a| a.exists()) {
+            let _ = self.git.worktree_remove(&path);
+            if path.exists() && self.ws.owns_worktree_path(&path) {
+                std::fs::remove_dir_all(&path).map_err(io_err(&path))?;
+            }
+            self.git.worktree_prune()?;
         }
-        self.git.worktree_prune()?;
         let reason = format!("nightshift run {}", self.run_id());
         if self
             .git
@@ -548,7 +554,7 @@ impl Engine<'_> {
 
     fn commit(&mut self, item: &ItemRow, att: &AttemptRow) -> Result<(), EngineError> {
         let wt = self.git.at(&att.worktree);
-        if wt.merge_in_progress()? {
+        if att.conflict_repairs > 0 && wt.merge_in_progress()? {
             // A conflict repair: committing concludes the merge, unless markers remain.
             let paths: Vec<&str> = att
                 .conflict_paths
@@ -759,17 +765,46 @@ impl Engine<'_> {
         }
     }
 
-    /// The highest attempt number git still has a ref or branch for.
+    /// The highest attempt number git still has a ref or branch for. Read from the files
+    /// (loose refs and `packed-refs`), which costs no process; a reftable repository asks git.
     fn highest_attempt_in_git(&self, item: &str) -> Result<u32, EngineError> {
         let preserve = format!("refs/nightshift/preserve/{item}/");
         let branches = format!("refs/heads/nightshift/{item}/");
-        Ok(self
-            .git
-            .refs_under(&[&preserve, &branches])?
-            .iter()
-            .filter_map(|r| r.rsplit('/').next()?.parse::<u32>().ok())
-            .max()
-            .unwrap_or(0))
+        let number = |name: &str| name.rsplit('/').next()?.parse::<u32>().ok();
+        if self.common_dir.join("reftable").exists() {
+            return Ok(self
+                .git
+                .refs_under(&[&preserve, &branches])?
+                .iter()
+                .filter_map(|r| number(r))
+                .max()
+                .unwrap_or(0));
+        }
+        let mut highest = 0;
+        for prefix in [&preserve, &branches] {
+            if let Ok(entries) = std::fs::read_dir(self.common_dir.join(prefix)) {
+                for entry in entries.flatten() {
+                    if let Some(n) = entry
+                        .file_name()
+                        .to_str()
+                        .and_then(|n| n.parse::<u32>().ok())
+                    {
+                        highest = highest.max(n);
+                    }
+                }
+            }
+        }
+        if let Ok(packed) = std::fs::read_to_string(self.common_dir.join("packed-refs")) {
+            for line in packed.lines() {
+                let Some((_, name)) = line.split_once(' ') else {
+                    continue;
+                };
+                if name.starts_with(&preserve) || name.starts_with(&branches) {
+                    highest = highest.max(number(name).unwrap_or(0));
+                }
+            }
+        }
+        Ok(highest)
     }
 
     fn target_tip(&self) -> Result<String, EngineError> {

@@ -79,9 +79,10 @@ pub fn run(opts: RunOptions, observe: &mut dyn FnMut(&Event)) -> Result<RunSumma
     let opts_started_boot = opts.clock.boot();
     let git = Git::new(ws.root());
     ws.create_dirs().map_err(io_err(&ws.dir()))?;
+    let common_dir = git.common_dir()?;
     // Orphans that escape a session's process group are re-parented here, where sweeps find them.
     crate::session::become_subreaper();
-    ensure_excluded(&git)?;
+    ensure_excluded(&common_dir)?;
     let holder = format!(
         "pid {} since {}",
         std::process::id(),
@@ -100,6 +101,7 @@ pub fn run(opts: RunOptions, observe: &mut dyn FnMut(&Event)) -> Result<RunSumma
         observe,
         halt_requested: None,
         started_boot: opts_started_boot,
+        common_dir,
     };
     // Before anything looks at a worktree: nothing a killed engine left running may still be
     // writing in one, and no lock a killed git left may block it.
@@ -133,6 +135,8 @@ struct Engine<'o> {
     /// When this engine started, on the boot clock: sweeps after a step only look at
     /// processes started since (the stray sweep at start looks at all).
     started_boot: std::time::Duration,
+    /// The repository's shared git directory (`.git` of the main checkout).
+    common_dir: std::path::PathBuf,
 }
 
 /// Journaling from inside a running session (borrows the engine's parts, not the engine).
@@ -384,8 +388,8 @@ impl Engine<'_> {
 }
 
 /// Keeps `.nightshift/` out of `git status` without touching a tracked file.
-fn ensure_excluded(git: &Git) -> Result<(), EngineError> {
-    let exclude = git.common_dir()?.join("info").join("exclude");
+fn ensure_excluded(common_dir: &std::path::Path) -> Result<(), EngineError> {
+    let exclude = common_dir.join("info").join("exclude");
     let text = std::fs::read_to_string(&exclude).unwrap_or_default();
     if text.lines().any(|l| {
         matches!(

@@ -313,10 +313,7 @@ impl Engine<'_> {
     /// Removes `index.lock` files that a killed git left in the admin directories of
     /// nightshift's own worktrees (called after the stray sweep, so no git is running there).
     pub(super) fn clear_stale_git_locks(&self) {
-        let Ok(common) = self.git.common_dir() else {
-            return;
-        };
-        let Ok(entries) = std::fs::read_dir(common.join("worktrees")) else {
+        let Ok(entries) = std::fs::read_dir(self.common_dir.join("worktrees")) else {
             return;
         };
         for entry in entries.flatten() {

@@ -378,3 +378,24 @@ fn a_remote_that_never_accepts_halts_push_rejected_with_the_work_on_the_local_ta
     let status = repo.status_json();
     assert_eq!(status["run"]["halt_reason"], "push_rejected");
 }
+
+#[test]
+fn attempt_numbers_also_skip_refs_that_git_has_packed() {
+    let repo = Repo::new(&project());
+    repo.agent("a", &solves("a"));
+    repo.configure(&plan(&repo, &["a"], 1, 1));
+    let kept = repo.git(&["rev-parse", "HEAD~1"]);
+    repo.git(&["update-ref", "refs/nightshift/preserve/a/4", kept.trim()]);
+    repo.git(&["pack-refs", "--all"]);
+    assert!(
+        !repo.root.join(".git/refs/nightshift/preserve/a/4").exists(),
+        "the ref is packed"
+    );
+    let out = repo.run(&["run"]);
+    assert_eq!(out.status.code(), Some(10), "{}", text(&out));
+    assert_eq!(
+        repo.git(&["rev-parse", "refs/nightshift/preserve/a/4"]),
+        kept
+    );
+    repo.git(&["rev-parse", "--verify", "refs/nightshift/preserve/a/5"]);
+}
