@@ -26,6 +26,7 @@ use std::ops::{Add, AddAssign};
 
 use serde::{Deserialize, Serialize};
 
+pub mod aider;
 mod classify;
 pub mod claude;
 pub mod codex;
@@ -222,12 +223,13 @@ pub trait StreamParser: Send {
     fn set_now(&mut self, now: i64);
 }
 
-/// The parser for a CLI by its adapter name: `claude`, `codex` or `gemini`.
+/// The parser for a CLI by its adapter name: `claude`, `codex`, `gemini` or `aider`.
 pub fn parser_for(kind: &str) -> Option<Box<dyn StreamParser>> {
     match kind {
         "claude" => Some(Box::new(claude::ClaudeParser::new())),
         "codex" => Some(Box::new(codex::CodexParser::new())),
         "gemini" => Some(Box::new(gemini::GeminiParser::new())),
+        "aider" => Some(Box::new(aider::AiderParser::new())),
         _ => None,
     }
 }

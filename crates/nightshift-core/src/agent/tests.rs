@@ -1285,13 +1285,13 @@ fn usage_arithmetic_and_weighting() {
 }
 
 #[test]
-fn parser_for_knows_the_three_clis() {
+fn parser_for_knows_the_four_clis() {
     for kind in ["claude", "codex", "gemini"] {
         let mut p = parser_for(kind).unwrap();
         assert_eq!(p.feed_line(b""), vec![]);
         assert_eq!(p.totals(), SessionTotals::default());
     }
-    assert!(parser_for("aider").is_none());
+    assert!(parser_for("aider").is_some());
 }
 
 #[test]

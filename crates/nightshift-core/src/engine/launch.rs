@@ -84,7 +84,8 @@ pub(super) fn parser_name(agent: &AgentConfig) -> Option<&'static str> {
         (AgentKind::Claude, _) | (AgentKind::Command, OutputFormat::ClaudeStream) => Some("claude"),
         (AgentKind::Codex, _) => Some("codex"),
         (AgentKind::Gemini, _) => Some("gemini"),
-        (AgentKind::Aider, _) | (AgentKind::Command, OutputFormat::Text) => None,
+        (AgentKind::Aider, _) => Some("aider"),
+        (AgentKind::Command, OutputFormat::Text) => None,
     }
 }
 
