@@ -149,3 +149,16 @@ fn log_follow_streams_a_live_run_and_returns_when_it_finishes() {
     );
     assert!(seen.contains(&"integrated".to_owned()), "{seen:?}");
 }
+
+#[test]
+fn the_readme_config_example_is_valid() {
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md")).unwrap();
+    let block = readme
+        .split("```toml\n")
+        .nth(1)
+        .and_then(|rest| rest.split("```").next())
+        .expect("the README has a toml example");
+    let config = nightshift_core::config::parse(block, "README.md");
+    assert!(config.is_ok(), "{:?}", config.err());
+}
