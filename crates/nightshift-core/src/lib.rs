@@ -9,6 +9,7 @@
 
 pub mod agent;
 pub mod check;
+pub mod clean;
 pub mod clock;
 pub mod config;
 pub mod engine;

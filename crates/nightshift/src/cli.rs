@@ -26,6 +26,8 @@ pub enum Command {
     Demo(DemoArgs),
     /// Turn an attempt's kept work into a branch you can inspect, check out or merge.
     Restore(RestoreArgs),
+    /// Remove what nightshift made that holds no unique work (never an unshipped attempt's).
+    Clean(CleanArgs),
 }
 
 /// Where to find the repository.
@@ -96,4 +98,16 @@ pub struct RestoreArgs {
     pub item: String,
     /// Which attempt (default: the latest one kept).
     pub attempt: Option<u32>,
+}
+
+#[derive(Debug, Args)]
+pub struct CleanArgs {
+    #[command(flatten)]
+    pub repo: RepoArgs,
+    /// List what would be removed and what is kept, and change nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Remove logs of finished runs older than this (e.g. 14d, 36h).
+    #[arg(long, value_name = "DURATION", default_value = "14d")]
+    pub older_than: String,
 }

@@ -43,6 +43,7 @@ fn main() -> ExitCode {
         Command::Log(args) => commands::log::run(&args),
         Command::Demo(args) => commands::demo::run(&args),
         Command::Restore(args) => commands::restore::run(&args),
+        Command::Clean(args) => commands::clean::run(&args),
     };
     match result {
         Ok(code) => exit(code),

@@ -1,5 +1,6 @@
 //! One module per command.
 
+pub mod clean;
 pub mod demo;
 pub mod init;
 pub mod log;

@@ -76,3 +76,59 @@ fn restore_of_unknown_work_says_what_is_kept() {
         text(&out)
     );
 }
+
+#[test]
+fn clean_removes_only_what_holds_no_unique_work() {
+    let repo = Repo::new(&project());
+    repo.agent("a", &solves("a"));
+    repo.agent("b", NEVER_SOLVES);
+    repo.configure(&plan(&repo, &["a", "b"], 1, 1));
+    assert_eq!(repo.run(&["run"]).status.code(), Some(11));
+    let refs = || repo.git(&["for-each-ref", "--format=%(refname)", "refs/nightshift/"]);
+    let before = refs();
+    assert!(
+        before.contains("preserve/a/1")
+            && before.contains("preserve/b/1")
+            && before.contains("preserve/b/2")
+    );
+
+    let dry = repo.run(&["clean", "--dry-run", "--older-than", "1ms"]);
+    let out = String::from_utf8_lossy(&dry.stdout);
+    assert!(dry.status.success(), "{}", text(&dry));
+    assert!(
+        out.contains("would remove ref    refs/nightshift/preserve/a/1"),
+        "{out}"
+    );
+    assert!(
+        out.contains("keep          refs/nightshift/preserve/b/1"),
+        "{out}"
+    );
+    assert!(
+        out.contains("would remove dir"),
+        "old logs are listed: {out}"
+    );
+    assert_eq!(refs(), before, "a dry run changes nothing");
+
+    let real = repo.run(&["clean", "--older-than", "1ms"]);
+    assert!(real.status.success(), "{}", text(&real));
+    let after = refs();
+    assert!(!after.contains("preserve/a/1"), "{after}");
+    assert!(
+        after.contains("preserve/b/1") && after.contains("preserve/b/2"),
+        "{after}"
+    );
+    assert!(
+        !repo
+            .root
+            .join(".nightshift/logs")
+            .read_dir()
+            .unwrap()
+            .any(|_| true),
+        "old logs removed"
+    );
+    assert!(
+        repo.run(&["restore", "b", "1"]).status.success(),
+        "unshipped work is still restorable"
+    );
+    assert_eq!(repo.shipped_items(), ["a"]);
+}
