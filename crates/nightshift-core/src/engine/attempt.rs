@@ -702,28 +702,21 @@ impl Engine<'_> {
                             self.move_target(&refname, &merged, &onto)?;
                             user.reset_index()?;
                         } else {
-                            return Err(EngineError::Workspace {
-                                what: format!(
-                                    "the target branch `{target}` is checked out at {} with uncommitted changes, so it cannot be advanced",
-                                    w.path.display()
-                                ),
-                                help: Some("commit or stash those changes; `nightshift run` then resumes and integrates".into()),
-                            });
+                            // Never move a branch under someone's uncommitted work: the item
+                            // waits in `integrating`, a person is told, the wait is retried.
+                            return self.wait_for_checkout(format!(
+                                "the target `{target}` is checked out at {} with uncommitted changes; commit or stash them and the item integrates",
+                                w.path.display()
+                            ));
                         }
                     } else if let Err(e) = user.merge_ff_only(&merged) {
                         if self.target_tip()? != onto {
                             return Ok(()); // someone committed meanwhile: merge onto the new tip
                         }
-                        return Err(EngineError::Workspace {
-                            what: format!(
-                                "fast-forward the checkout of `{target}` at {}: {e}",
-                                w.path.display()
-                            ),
-                            help: Some(
-                                "clear what blocks the fast-forward; `nightshift run` then resumes"
-                                    .into(),
-                            ),
-                        });
+                        return self.wait_for_checkout(format!(
+                            "the checkout of `{target}` at {} cannot be fast-forwarded ({e}); clear what blocks it and the item integrates",
+                            w.path.display()
+                        ));
                     }
                 }
                 None => {
@@ -745,6 +738,24 @@ impl Engine<'_> {
         self.teardown_attempt(&self.run_id(), &att.item, att.attempt)?;
         // Closeout is housekeeping too: a refused push is retried, never a failed item.
         self.push_owed()?;
+        Ok(())
+    }
+
+    /// Pauses the run until the user's checkout of the target can take the item: ATTENTION
+    /// the first time, then a quiet retry every `fault_backoff` (doubling, at most a minute).
+    fn wait_for_checkout(&mut self, why: String) -> Result<(), EngineError> {
+        if self.last_alert.as_deref() != Some(why.as_str()) {
+            notify::attention(&self.ws, self.clock.as_ref(), &why);
+            self.last_alert = Some(why.clone());
+        }
+        let wait = self
+            .config
+            .session
+            .fault_backoff
+            .as_secs_f64()
+            .clamp(0.05, 60.0);
+        let until = self.clock.wall().as_second() + wait.ceil() as i64;
+        self.record(EventKind::RunPaused { reason: why, until })?;
         Ok(())
     }
 

@@ -102,6 +102,7 @@ pub fn run(opts: RunOptions, observe: &mut dyn FnMut(&Event)) -> Result<RunSumma
         halt_requested: None,
         started_boot: opts_started_boot,
         common_dir,
+        last_alert: None,
     };
     // Before anything looks at a worktree: nothing a killed engine left running may still be
     // writing in one, and no lock a killed git left may block it.
@@ -137,6 +138,8 @@ struct Engine<'o> {
     started_boot: std::time::Duration,
     /// The repository's shared git directory (`.git` of the main checkout).
     common_dir: std::path::PathBuf,
+    /// The last repeating alert written, so a wait that retries does not repeat it.
+    last_alert: Option<String>,
 }
 
 /// Journaling from inside a running session (borrows the engine's parts, not the engine).

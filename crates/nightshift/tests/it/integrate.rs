@@ -399,3 +399,54 @@ fn attempt_numbers_also_skip_refs_that_git_has_packed() {
     );
     repo.git(&["rev-parse", "--verify", "refs/nightshift/preserve/a/5"]);
 }
+
+#[test]
+fn a_dirty_target_checkout_makes_the_item_wait_with_an_alert_not_halt_the_run() {
+    use std::io::BufRead;
+    let repo = Repo::new(&project());
+    // While the agent works, someone starts editing a tracked file in the user's checkout.
+    let agent = format!(
+        "echo edited >> {}/README.md; mkdir -p done; echo ok > done/w",
+        repo.root.display()
+    );
+    let config = plan(&repo, &["w"], 1, 1)
+        .replacen(
+            &repo.agent_table(),
+            &format!("[agent]\nkind = \"command\"\ncommand = [\"sh\", \"-c\", \"{agent}\"]\n"),
+            1,
+        )
+        .replace("[limits]\n", "[limits]\nfault_backoff = \"100ms\"\n");
+    repo.configure(&config);
+    let mut run = repo
+        .cmd(&["run", "--json"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufReader::new(run.stdout.take().unwrap()).lines();
+    // Wait (on the journal, as it streams) until the run says it is waiting for the checkout.
+    for line in lines.by_ref() {
+        let v: serde_json::Value = serde_json::from_str(&line.unwrap()).unwrap();
+        if v["kind"] == "run_paused" {
+            assert!(
+                v["reason"]
+                    .as_str()
+                    .unwrap()
+                    .contains("uncommitted changes"),
+                "{v}"
+            );
+            break;
+        }
+        assert_ne!(
+            v["kind"], "run_finished",
+            "the run must wait, not halt: {v}"
+        );
+    }
+    let attention = std::fs::read_to_string(repo.root.join(".nightshift/ATTENTION")).unwrap();
+    assert!(attention.contains("uncommitted changes"), "{attention}");
+    // The person puts their edit away; the item integrates by itself.
+    repo.git(&["checkout", "--", "README.md"]);
+    for _ in lines {}
+    assert_eq!(run.wait().unwrap().code(), Some(10));
+    assert_eq!(repo.shipped_items(), ["w"]);
+    repo.assert_clean_end();
+}
