@@ -74,6 +74,9 @@ pub struct Config {
     pub session: SessionLimits,
     /// Work bounds per session, item and run (`[limits]`).
     pub budget: BudgetLimits,
+    /// Files and directories (usually gitignored) copied from the repository root into every
+    /// attempt's worktree (`[worktree] seed`).
+    pub seed: Vec<PathBuf>,
     pub integrate: IntegrateConfig,
     /// A Markdown checklist to take items from, relative to the repository root.
     pub plan: Option<PathBuf>,

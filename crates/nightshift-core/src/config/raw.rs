@@ -28,7 +28,14 @@ struct RawConfig {
     check: Option<RawCheck>,
     limits: Option<RawLimits>,
     integrate: Option<RawIntegrate>,
+    worktree: Option<RawWorktree>,
     item: Option<Vec<Spanned<RawItem>>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawWorktree {
+    seed: Option<Vec<Spanned<String>>>,
 }
 
 #[derive(Deserialize)]
@@ -136,6 +143,7 @@ impl Ctx<'_> {
         let check = self.check(raw.check)?;
         let (limits, session, budget) = self.limits(raw.limits)?;
         let integrate = self.integrate(raw.integrate)?;
+        let seed = self.seed(raw.worktree)?;
         let plan = match raw.plan {
             Some(plan) if plan.get_ref().trim().is_empty() => {
                 let error = self.error(plan.span(), "`plan` is empty");
@@ -187,6 +195,7 @@ impl Ctx<'_> {
             limits,
             session,
             budget,
+            seed,
             integrate,
             plan: plan.map(|plan| PathBuf::from(plan.into_inner())),
             items,
@@ -583,6 +592,26 @@ impl Ctx<'_> {
             done,
             pr_command,
         })
+    }
+
+    /// `[worktree] seed`: relative paths inside the repository, never the root itself.
+    fn seed(&self, raw: Option<RawWorktree>) -> Result<Vec<PathBuf>, Box<SourceError>> {
+        let mut seeds = Vec::new();
+        for path in raw.and_then(|w| w.seed).unwrap_or_default() {
+            let p = std::path::Path::new(path.get_ref().as_str());
+            let inside = !p.as_os_str().is_empty()
+                && p.is_relative()
+                && p.components()
+                    .all(|c| matches!(c, std::path::Component::Normal(_)));
+            if !inside {
+                return Err(self
+                    .error(path.span(), format!("seed `{}` is not a path inside the repository", path.get_ref()))
+                    .with_help("give paths relative to the repository root, like \".mcp.json\" or \".claude/\"; not the root, not `..`, not absolute")
+                    .into());
+            }
+            seeds.push(PathBuf::from(path.get_ref().trim_end_matches('/')));
+        }
+        Ok(seeds)
     }
 
     fn items(&self, raw_items: &[Spanned<RawItem>]) -> Result<Vec<ItemConfig>, Box<SourceError>> {

@@ -82,6 +82,7 @@ fn full_example_parses_with_its_values() -> TestResult {
             },
             session: SessionLimits::default(),
             budget: BudgetLimits::default(),
+            seed: Vec::new(),
             integrate: IntegrateConfig {
                 target: Some("main".into()),
                 ..IntegrateConfig::default()
@@ -267,7 +268,7 @@ fn unknown_top_level_key() {
         &source,
         (2, 1),
         "items",
-        "unknown field `items`, expected one of `plan`, `agent`, `check`, `limits`, `integrate`, `item`",
+        "unknown field `items`, expected one of `plan`, `agent`, `check`, `limits`, `integrate`, `worktree`, `item`",
         "see `nightshift init` for a commented example",
     );
 }
@@ -728,4 +729,31 @@ fn columns_count_characters_not_bytes() {
     // `"Bad"` starts at byte 34, after 31 characters: column 32
     assert_eq!(source.find("\"Bad\""), Some(34));
     assert_error(&source, (1, 32), "\"Bad\"", "invalid item id `Bad`", "");
+}
+
+#[test]
+fn worktree_seeds_are_paths_inside_the_repository() -> TestResult {
+    let config = parse(
+        &format!(
+            "{HEAD}[worktree]\nseed = [\".mcp.json\", \".claude/\", \"config/.env.local\"]\n[[item]]\nid = \"a\"\nprompt = \"p\"\n"
+        ),
+        FILE_NAME,
+    )?;
+    assert_eq!(
+        config.seed,
+        [
+            PathBuf::from(".mcp.json"),
+            PathBuf::from(".claude"),
+            PathBuf::from("config/.env.local")
+        ]
+    );
+    for bad in ["/etc/passwd", "../x", ".", ""] {
+        let err = error(&format!("{HEAD}[worktree]\nseed = [\"{bad}\"]\n"));
+        assert_eq!((err.line, err.column), (6, 9), "{bad}: {err:?}");
+        assert!(
+            err.message.contains("not a path inside the repository"),
+            "{err:?}"
+        );
+    }
+    Ok(())
 }

@@ -167,6 +167,11 @@ impl Engine<'_> {
             self.git
                 .worktree_add(&path, &att.branch, &att.base, &reason)?;
         }
+        // The gitignored files the agent needs; a seed that does not land fails this attempt
+        // (loudly, with the seed named), never a silent session without its config.
+        if let Err(why) = crate::git::seed_worktree(self.ws.root(), &path, &self.config.seed) {
+            return self.fail(att, why);
+        }
         self.record(EventKind::WorktreeReady {
             item: att.item.clone(),
             attempt: att.attempt,

@@ -90,6 +90,18 @@ pub fn run(opts: RunOptions, observe: &mut dyn FnMut(&Event)) -> Result<RunSumma
     );
     let mut lock = RunLock::acquire(&ws.lock(), &holder)?;
     preflight(&opts.config)?;
+    let missing = crate::git::missing_seeds(ws.root(), &opts.config.seed);
+    if !missing.is_empty() {
+        let list: Vec<String> = missing.iter().map(|p| p.display().to_string()).collect();
+        return Err(EngineError::Workspace {
+            what: format!(
+                "seed the worktrees: {} missing in {}",
+                list.join(", "),
+                ws.root().display()
+            ),
+            help: Some("create them, or remove them from [worktree] seed".into()),
+        });
+    }
     let store = Store::open(&ws.state_db())?;
     let mut engine = Engine {
         ws,

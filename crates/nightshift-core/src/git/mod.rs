@@ -2,9 +2,11 @@
 //! commits, a timeout on every call. Worktree lifecycle and preservation live in `worktree`.
 
 mod cmd;
+mod seed;
 mod worktree;
 
 pub use cmd::{Git, GitError};
+pub use seed::{missing_seeds, seed_worktree};
 pub use worktree::{MergeOutcome, WorktreeInfo};
 
 #[cfg(test)]

@@ -450,3 +450,46 @@ fn a_dirty_target_checkout_makes_the_item_wait_with_an_alert_not_halt_the_run() 
     assert_eq!(repo.shipped_items(), ["w"]);
     repo.assert_clean_end();
 }
+
+#[test]
+fn gitignored_seeds_reach_every_worktree_and_are_never_committed() {
+    let mut files = project();
+    files.push((".gitignore", ".env.local\n.claude/settings.local.json\n"));
+    files.push((".claude/settings.json", "{\"tracked\": true}\n"));
+    let repo = Repo::new(&files);
+    std::fs::write(repo.root.join(".env.local"), "TOKEN=local\n").unwrap();
+    std::fs::write(
+        repo.root.join(".claude/settings.local.json"),
+        "{\"local\": true}\n",
+    )
+    .unwrap();
+    repo.agent("s", &solves("s"));
+    // The check passes only if both seeds are there (one inside a directory the checkout has).
+    let config = plan(&repo, &["s"], 1, 1).replace(
+        "check = \"sh check.sh s\"",
+        "check = \"test -f .env.local && grep -q local .claude/settings.local.json && sh check.sh s\"",
+    ) + "\n[worktree]\nseed = [\".env.local\", \".claude/\"]\n";
+    repo.configure(&config);
+    let out = repo.run(&["run"]);
+    assert_eq!(out.status.code(), Some(10), "{}", text(&out));
+    let files = repo.git(&["ls-tree", "-r", "--name-only", "main"]);
+    assert!(
+        !files.contains(".env.local") && !files.contains("settings.local.json"),
+        "{files}"
+    );
+    repo.assert_clean_end();
+}
+
+#[test]
+fn a_missing_seed_stops_the_run_at_start_and_names_it() {
+    let repo = Repo::new(&project());
+    repo.agent("s", &solves("s"));
+    repo.configure(&(plan(&repo, &["s"], 1, 1) + "\n[worktree]\nseed = [\".mcp.json\"]\n"));
+    let out = repo.run(&["run"]);
+    assert_eq!(out.status.code(), Some(30), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains(".mcp.json missing"),
+        "{}",
+        text(&out)
+    );
+}
