@@ -19,5 +19,6 @@ pub mod halt;
 pub mod notify;
 pub mod plan;
 pub mod session;
+pub mod stop;
 pub mod store;
 pub mod workspace;

@@ -28,6 +28,8 @@ pub enum Command {
     Restore(RestoreArgs),
     /// Remove what nightshift made that holds no unique work (never an unshipped attempt's).
     Clean(CleanArgs),
+    /// Stop the running run at a safe point, its work preserved; `nightshift run` resumes it.
+    Stop(StopArgs),
 }
 
 /// Where to find the repository.
@@ -110,4 +112,13 @@ pub struct CleanArgs {
     /// Remove logs of finished runs older than this (e.g. 14d, 36h).
     #[arg(long, value_name = "DURATION", default_value = "14d")]
     pub older_than: String,
+}
+
+#[derive(Debug, Args)]
+pub struct StopArgs {
+    #[command(flatten)]
+    pub repo: RepoArgs,
+    /// Let the step in flight (a session, a check) finish first.
+    #[arg(long)]
+    pub graceful: bool,
 }

@@ -44,6 +44,7 @@ fn main() -> ExitCode {
         Command::Demo(args) => commands::demo::run(&args),
         Command::Restore(args) => commands::restore::run(&args),
         Command::Clean(args) => commands::clean::run(&args),
+        Command::Stop(args) => commands::stop::run(&args),
     };
     match result {
         Ok(code) => exit(code),

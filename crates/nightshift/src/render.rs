@@ -197,6 +197,7 @@ fn outcome_text(outcome: Outcome, exit_code: Option<i32>) -> String {
         (Outcome::Crashed, _) => "crashed".into(),
         (Outcome::RateLimited, _) => "hit its usage limit".into(),
         (Outcome::EnvFault, _) => "hit an API or network fault".into(),
+        (Outcome::Stopped, _) => "stopped by the operator".into(),
     }
 }
 

@@ -536,6 +536,10 @@ impl Engine<'_> {
             self.config.check.timeout,
             log.clone(),
         )?;
+        if result.end.outcome == Outcome::Stopped {
+            // An operator stop is not a verdict: the check runs again when the run resumes.
+            return Ok(());
+        }
         self.record(EventKind::CheckEnded {
             item: att.item.clone(),
             attempt: att.attempt,

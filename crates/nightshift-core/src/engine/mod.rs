@@ -82,6 +82,8 @@ pub fn run(opts: RunOptions, observe: &mut dyn FnMut(&Event)) -> Result<RunSumma
     let common_dir = git.common_dir()?;
     // Orphans that escape a session's process group are re-parented here, where sweeps find them.
     crate::session::become_subreaper();
+    // `nightshift stop` (SIGTERM/SIGINT, SIGUSR1 for graceful) is handled at a safe point.
+    crate::stop::install();
     ensure_excluded(&common_dir)?;
     let holder = format!(
         "pid {} since {}",
@@ -324,6 +326,10 @@ impl Engine<'_> {
     /// parked items another pass, else halt.
     fn drive(&mut self) -> Result<HaltReason, EngineError> {
         loop {
+            if let Some(request) = crate::stop::requested() {
+                self.stop(request == crate::stop::StopRequest::Graceful)?;
+                return Ok(HaltReason::OperatorStop);
+            }
             if let Some(halt) = self.halt_requested.take() {
                 self.record(EventKind::RunFinished {
                     halt_reason: halt,

@@ -273,6 +273,20 @@ impl Engine<'_> {
         Ok(())
     }
 
+    /// An operator stop: every open attempt's work is snapshotted under its preserve ref (the
+    /// worktree stays, so resuming continues in place), the stop is journaled, and the run stays
+    /// resumable.
+    pub(super) fn stop(&mut self, graceful: bool) -> Result<(), EngineError> {
+        let run_id = self.run_id();
+        for att in self.store.attempts(&run_id)? {
+            if !att.is_finished() && att.worktree_present && Path::new(&att.worktree).exists() {
+                self.preserve(&run_id, &att)?;
+            }
+        }
+        self.record(EventKind::RunStopped { graceful })?;
+        Ok(())
+    }
+
     /// For `--fresh`: close the unfinished run's open attempts, work preserved. An attempt
     /// whose commit already reached the target (killed between the effect and its
     /// confirmation) is recorded as shipped, not failed: it must not ship twice.

@@ -27,6 +27,7 @@ const MAX_LINE: usize = 16 * 1024 * 1024;
 enum Ending {
     Timeout,
     Stalled,
+    Stopped,
     OverBudget(Crossing),
 }
 
@@ -207,7 +208,9 @@ pub(super) async fn supervise(
                 leak_at.as_mut().reset(tokio::time::Instant::now() + LEAK_TIMEOUT);
             },
             () = &mut tick, if status.is_none() && ending.is_none() => {
-                if deadline.expired(clock.as_ref()) {
+                if crate::stop::now_requested() {
+                    decided = Some(Ending::Stopped);
+                } else if deadline.expired(clock.as_ref()) {
                     decided = Some(Ending::Timeout);
                 } else if let Some(s) = stall.as_mut() {
                     // Busy without printing is not hung: CPU time of the group counts as activity.
@@ -360,6 +363,7 @@ fn classify(
     match ending {
         Some(Ending::Timeout) => return (Outcome::Timeout, None, None),
         Some(Ending::Stalled) => return (Outcome::Stalled, None, None),
+        Some(Ending::Stopped) => return (Outcome::Stopped, None, None),
         Some(Ending::OverBudget(_)) => return (Outcome::OverBudget, None, None),
         None => {}
     }
@@ -400,7 +404,8 @@ fn next_tick(
     stall: Option<&StallTimer>,
     clock: &dyn crate::clock::Clock,
 ) -> Duration {
-    let mut next = deadline.next_check(clock);
+    // At most every 200 ms: an operator's stop is read on the tick.
+    let mut next = deadline.next_check(clock).min(Duration::from_millis(200));
     if let Some(s) = stall {
         next = next
             .min(s.remaining(clock).max(Duration::from_millis(10)))

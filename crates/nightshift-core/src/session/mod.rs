@@ -44,12 +44,19 @@ pub enum Outcome {
     RateLimited,
     /// Network, API or auth trouble; see `fault`. Not the item's fault: no attempt is spent.
     EnvFault,
+    /// Ended because an operator asked the run to stop now.
+    Stopped,
 }
 
 impl Outcome {
     /// Whether the fault is the environment's (the same iteration runs again, no attempt spent).
     pub fn is_environmental(self) -> bool {
         matches!(self, Outcome::RateLimited | Outcome::EnvFault)
+    }
+
+    /// Whether the same iteration runs again (environment faults, an operator stop).
+    pub fn reruns_iteration(self) -> bool {
+        self.is_environmental() || self == Outcome::Stopped
     }
 }
 

@@ -142,6 +142,8 @@ pub enum EventKind {
     RunPaused { reason: String, until: i64 },
     /// Dispatch goes on.
     RunUnpaused,
+    /// An operator stopped the run; open attempts are preserved and it stays resumable.
+    RunStopped { graceful: bool },
     /// Intent: the check is about to run.
     CheckStarted {
         item: String,
@@ -260,6 +262,7 @@ impl EventKind {
             EventKind::BudgetTripped { .. } => "budget_tripped",
             EventKind::RunPaused { .. } => "run_paused",
             EventKind::RunUnpaused => "run_unpaused",
+            EventKind::RunStopped { .. } => "run_stopped",
             EventKind::CheckStarted { .. } => "check_started",
             EventKind::CheckEnded { .. } => "check_ended",
             EventKind::Committed { .. } => "committed",
@@ -305,6 +308,7 @@ impl EventKind {
             | EventKind::Pushed { .. }
             | EventKind::PushFailed { .. }
             | EventKind::RunUnpaused
+            | EventKind::RunStopped { .. }
             | EventKind::RunFinished { .. } => (None, None),
         }
     }

@@ -101,7 +101,7 @@ pub fn apply(
                 params![run_id, item, attempt, outcome_name, agent_session],
             )?;
             // An environmental ending is not the item's fault: the same iteration runs again.
-            let phase = if outcome.is_environmental() {
+            let phase = if outcome.reruns_iteration() {
                 "session_retry"
             } else {
                 "session_ended"
@@ -141,6 +141,7 @@ pub fn apply(
                 params![run_id, until, reason],
             )?;
         }
+        EventKind::RunStopped { .. } => {}
         EventKind::RunUnpaused => {
             tx.execute(
                 "UPDATE runs SET paused_until = NULL, pause_reason = NULL WHERE id = ?1",

@@ -7,6 +7,7 @@ pub mod log;
 pub mod restore;
 pub mod run;
 pub mod status;
+pub mod stop;
 
 use std::path::{Path, PathBuf};
 

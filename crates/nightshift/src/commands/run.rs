@@ -41,6 +41,10 @@ pub fn run(args: &RunArgs) -> CommandResult {
         },
         &mut observe,
     )?;
+    if summary.halt == nightshift_core::halt::HaltReason::OperatorStop && !json {
+        println!("stopped; the work in flight is preserved. `nightshift run` resumes.");
+        return Ok(summary.halt.class().code());
+    }
     if !json
         && let Some(store) = super::read_store(&ws)?
         && let Some(run) = store.run(&summary.run_id)?

@@ -132,3 +132,84 @@ fn clean_removes_only_what_holds_no_unique_work() {
     );
     assert_eq!(repo.shipped_items(), ["a"]);
 }
+
+#[test]
+fn stop_preserves_the_work_in_flight_and_run_resumes_it() {
+    use std::io::{Read, Write};
+    let repo = Repo::new(&project());
+    let ready = repo.agent_dir.join("ready");
+    let release = repo.agent_dir.join("release");
+    for fifo in [&ready, &release] {
+        nix::unistd::mkfifo(fifo, nix::sys::stat::Mode::S_IRWXU).unwrap();
+    }
+    // The agent leaves work in the tree, says it is running, and waits to be let go.
+    let agent = format!(
+        "echo partial >> work.txt; echo started > {}; read line < {}; mkdir -p done; echo ok > done/s",
+        ready.display(),
+        release.display()
+    );
+    let config = plan(&repo, &["s"], 1, 1).replacen(
+        &repo.agent_table(),
+        &format!("[agent]\nkind = \"command\"\ncommand = [\"sh\", \"-c\", \"{agent}\"]\n"),
+        1,
+    );
+    repo.configure(&config);
+    let wait_started = || {
+        let mut line = String::new();
+        std::fs::File::open(&ready)
+            .unwrap()
+            .read_to_string(&mut line)
+            .unwrap();
+        assert_eq!(line, "started\n");
+    };
+
+    let mut run = repo
+        .cmd(&["run"])
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_started();
+    let stop = repo.run(&["stop"]);
+    assert!(stop.status.success(), "{}", text(&stop));
+    assert_eq!(run.wait().unwrap().code(), Some(0), "a stop is exit 0");
+
+    // The work in flight is kept and restorable; the run is still open.
+    assert_eq!(
+        repo.git(&["show", "refs/nightshift/preserve/s/1:work.txt"]),
+        "partial\n"
+    );
+    assert!(repo.run(&["restore", "s"]).status.success());
+    assert_eq!(repo.status_json()["run"]["state"], "running");
+    let kinds: Vec<String> = repo
+        .store()
+        .events_after(0, 1000)
+        .unwrap()
+        .iter()
+        .map(|e| e.kind.name().to_owned())
+        .collect();
+    assert!(kinds.contains(&"run_stopped".to_owned()), "{kinds:?}");
+
+    // `run` resumes: the same iteration again, in the same worktree, no attempt spent.
+    let mut resumed = repo
+        .cmd(&["run"])
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_started();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&release)
+        .unwrap()
+        .write_all(b"go\n")
+        .unwrap();
+    assert_eq!(resumed.wait().unwrap().code(), Some(10));
+    assert_eq!(repo.shipped_items(), ["s"]);
+    assert_eq!(
+        repo.git(&["show", "main:work.txt"]),
+        "partial\npartial\n",
+        "the session went on in the same tree"
+    );
+    assert_eq!(repo.status_json()["items"][0]["attempts"], 1);
+    repo.git(&["branch", "-D", "restored/s/1"]);
+    repo.assert_clean_end();
+}
