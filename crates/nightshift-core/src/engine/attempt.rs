@@ -36,7 +36,7 @@ impl Engine<'_> {
         let target_ref = format!("refs/heads/{}", run.target);
         let base = self
             .git
-            .resolve(&target_ref)?
+            .resolve_ref(&self.common_dir, &target_ref)?
             .ok_or_else(|| EngineError::Workspace {
                 what: format!("the target branch `{}` no longer exists", run.target),
                 help: Some("restore the branch; `nightshift run` then resumes".into()),
@@ -101,22 +101,7 @@ impl Engine<'_> {
             "green" if att.candidate.as_deref() == Some(att.base.as_str()) => {
                 self.fail(att, "the agent made no changes".into())
             }
-            "green" => {
-                // Only work built on the base can be squashed onto the target: a candidate
-                // that rewrote history below it would silently revert the target.
-                let candidate = att.candidate.clone().unwrap_or_default();
-                if self.git.is_ancestor(&att.base, &candidate)? {
-                    self.prepare_merge(item, att)
-                } else {
-                    self.fail(
-                        att,
-                        format!(
-                            "the agent's commits do not build on the attempt's base {} (history was rewritten)",
-                            short(&att.base)
-                        ),
-                    )
-                }
-            }
+            "green" => self.prepare_merge(item, att),
             "conflict" => self.start_conflict_repair(item, att),
             "merge_prepared" if att.onto.as_deref() == Some(att.base.as_str()) => {
                 self.integrate(att)
@@ -590,7 +575,19 @@ impl Engine<'_> {
         // Idempotent: after a crash between `git commit` and the journal, the tree is clean
         // and HEAD already holds the work. HEAD may equal the base (no changes yet); the check
         // still runs, and a green check on no changes fails the attempt.
-        let head = wt.commit_all(&self.commit_message(item, att))?;
+        wt.stage_and_commit(&self.commit_message(item, att))?;
+        let (head, descends) = wt.head_descending_from(&att.base)?;
+        if !descends {
+            // Only work built on the base can be squashed onto the target: a candidate that
+            // rewrote history below it would silently revert the target.
+            return self.fail(
+                att,
+                format!(
+                    "the agent's commits do not build on the attempt's base {} (history was rewritten)",
+                    short(&att.base)
+                ),
+            );
+        }
         self.record(EventKind::Committed {
             item: att.item.clone(),
             attempt: att.attempt,
@@ -830,7 +827,7 @@ impl Engine<'_> {
     fn target_tip(&self) -> Result<String, EngineError> {
         let target = &self.run()?.target;
         self.git
-            .resolve(&format!("refs/heads/{target}"))?
+            .resolve_ref(&self.common_dir, &format!("refs/heads/{target}"))?
             .ok_or_else(|| EngineError::Workspace {
                 what: format!("the target branch `{target}` no longer exists"),
                 help: Some("restore the branch; `nightshift run` then resumes".into()),

@@ -251,6 +251,38 @@ impl Git {
         Ok((out.code == 0).then(|| out.stdout.trim().to_owned()))
     }
 
+    /// The commit a fully-qualified ref (`refs/heads/main`) points at, read from the ref files
+    /// (loose, then `packed-refs`) under `common_dir` without starting git; git is asked when
+    /// the files cannot say (a reftable repository, a symbolic ref, an unreadable file).
+    pub fn resolve_ref(
+        &self,
+        common_dir: &Path,
+        refname: &str,
+    ) -> Result<Option<String>, GitError> {
+        let is_oid = |s: &str| s.len() >= 40 && s.bytes().all(|b| b.is_ascii_hexdigit());
+        if !common_dir.join("reftable").exists() {
+            match std::fs::read_to_string(common_dir.join(refname)) {
+                Ok(text) if is_oid(text.trim()) => return Ok(Some(text.trim().to_owned())),
+                Ok(_) => return self.resolve(refname),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                    match std::fs::read_to_string(common_dir.join("packed-refs")) {
+                        Ok(packed) => {
+                            let found = packed.lines().find_map(|line| {
+                                let (oid, name) = line.split_once(' ')?;
+                                (name == refname && is_oid(oid)).then(|| oid.to_owned())
+                            });
+                            return Ok(found);
+                        }
+                        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+                        Err(_) => {}
+                    }
+                }
+                Err(_) => {}
+            }
+        }
+        self.resolve(refname)
+    }
+
     /// The branch checked out here, or `None` on a detached HEAD.
     pub fn current_branch(&self) -> Result<Option<String>, GitError> {
         let out = self.output(&["symbolic-ref", "--quiet", "--short", "HEAD"], &[])?;

@@ -117,3 +117,58 @@ fn cas_ref_moves_only_from_the_expected_value() {
     assert!(git.cas_ref("refs/heads/other", &new, &old).unwrap().is_ok());
     assert_eq!(git.resolve("refs/heads/other").unwrap().unwrap(), new);
 }
+
+#[test]
+fn resolve_ref_reads_loose_and_packed_refs_like_git_does() {
+    let (dir, git) = repo();
+    let common = git.common_dir().unwrap();
+    let first = git.resolve("HEAD").unwrap().unwrap();
+    assert_eq!(
+        git.resolve_ref(&common, "refs/heads/main").unwrap(),
+        Some(first.clone())
+    );
+    git.run(&["pack-refs", "--all"]).unwrap();
+    assert!(!common.join("refs/heads/main").exists());
+    assert_eq!(
+        git.resolve_ref(&common, "refs/heads/main").unwrap(),
+        Some(first.clone()),
+        "packed"
+    );
+    // A newer loose ref shadows the packed one.
+    std::fs::write(dir.path().join("b.txt"), "b\n").unwrap();
+    let second = git.commit_all("b").unwrap();
+    assert_eq!(
+        git.resolve_ref(&common, "refs/heads/main").unwrap(),
+        Some(second)
+    );
+    assert_eq!(git.resolve_ref(&common, "refs/heads/nope").unwrap(), None);
+}
+
+#[test]
+fn head_descending_from_tells_built_on_from_rewritten() {
+    let (dir, git) = repo();
+    let base = git.resolve("HEAD").unwrap().unwrap();
+    assert_eq!(
+        git.head_descending_from(&base).unwrap(),
+        (base.clone(), true),
+        "no change"
+    );
+    std::fs::write(dir.path().join("c.txt"), "c\n").unwrap();
+    let on_top = git.commit_all("c").unwrap();
+    assert_eq!(
+        git.head_descending_from(&base).unwrap(),
+        (on_top.clone(), true)
+    );
+    // From on_top's point of view, a HEAD reset below it does not descend.
+    git.run(&["reset", "-q", "--hard", &base]).unwrap();
+    assert_eq!(
+        git.head_descending_from(&on_top).unwrap(),
+        (base.clone(), false)
+    );
+    std::fs::write(dir.path().join("d.txt"), "d\n").unwrap();
+    let sideways = git.commit_all("d").unwrap();
+    assert_eq!(
+        git.head_descending_from(&on_top).unwrap(),
+        (sideways, false)
+    );
+}

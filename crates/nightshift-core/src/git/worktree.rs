@@ -124,6 +124,15 @@ impl Git {
     /// Stages everything in this worktree and commits it as nightshift (hooks off). Returns
     /// HEAD afterwards; commits nothing when there is nothing to commit.
     pub fn commit_all(&self, message: &str) -> Result<String, GitError> {
+        self.stage_and_commit(message)?;
+        self.resolve("HEAD")?.ok_or_else(|| GitError::Parse {
+            args: "rev-parse HEAD".into(),
+            what: "no HEAD after commit".into(),
+        })
+    }
+
+    /// `add --all` and `commit`, nothing to commit being fine.
+    pub fn stage_and_commit(&self, message: &str) -> Result<(), GitError> {
         self.run(&["add", "--all"])?;
         let out = self.output(
             &["commit", "--quiet", "--no-verify", "-m", message],
@@ -141,10 +150,35 @@ impl Git {
                 });
             }
         }
-        self.resolve("HEAD")?.ok_or_else(|| GitError::Parse {
-            args: "rev-parse HEAD".into(),
-            what: "no HEAD after commit".into(),
-        })
+        Ok(())
+    }
+
+    /// HEAD, and whether `base` is an ancestor of (or equal to) it — in one git call in the
+    /// usual case (`rev-list --boundary base..HEAD` lists HEAD first and `-base` as a boundary).
+    pub fn head_descending_from(&self, base: &str) -> Result<(String, bool), GitError> {
+        let out = self.run(&["rev-list", "--boundary", &format!("{base}..HEAD")])?;
+        let mut head = None;
+        let mut base_is_boundary = false;
+        for line in out.lines() {
+            match line.strip_prefix('-') {
+                Some(boundary) => base_is_boundary |= boundary == base,
+                None => {
+                    head.get_or_insert_with(|| line.to_owned());
+                }
+            }
+        }
+        match head {
+            Some(head) => Ok((head, base_is_boundary)),
+            // Nothing in base..HEAD: HEAD is base, or an ancestor of it (history rewritten).
+            None => {
+                let head = self.resolve("HEAD")?.ok_or_else(|| GitError::Parse {
+                    args: "rev-parse HEAD".into(),
+                    what: "no HEAD".into(),
+                })?;
+                let descends = head == base;
+                Ok((head, descends))
+            }
+        }
     }
 
     /// A commit holding the whole working tree of this worktree, untracked files included

@@ -43,6 +43,13 @@ pub enum Reach {
 /// sessions, and checking only new processes keeps a sweep cheap.
 pub fn sweep(dir: &Path, wait: Duration, reach: Reach, since: Option<Duration>) -> SweepReport {
     let me = std::process::id() as i32;
+    // The engine is a child subreaper: everything a session left behind is in a subtree under
+    // one of its children. With no children at all, nothing survived, and the full /proc scan
+    // (what makes a sweep cost anything) is skipped. Processes that are not its descendants
+    // (a person's editor, an indexer) are not a session's leftovers.
+    if reach == Reach::HoldersAndOrphans && since.is_some() && os::has_no_children() {
+        return SweepReport::default();
+    }
     let mut report = SweepReport::default();
     let started = Instant::now();
     loop {
@@ -168,6 +175,21 @@ mod os {
             .collect()
     }
 
+    /// Whether this process has no child at all (`/proc/self/task/*/children`), and the kernel
+    /// says so; when it cannot tell, `false` (the full scan runs).
+    pub(super) fn has_no_children() -> bool {
+        let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+            return false;
+        };
+        for task in tasks.flatten() {
+            match std::fs::read_to_string(task.path().join("children")) {
+                Ok(list) if list.trim().is_empty() => {}
+                _ => return false,
+            }
+        }
+        true
+    }
+
     /// CPU ticks of the members of a process group.
     pub(super) fn group_cpu_ticks(pgid: i32) -> u64 {
         let Ok(entries) = std::fs::read_dir("/proc") else {
@@ -225,6 +247,10 @@ mod os {
     }
 
     pub(super) fn reap_zombie_children(_me: i32) {}
+
+    pub(super) fn has_no_children() -> bool {
+        false
+    }
 
     pub(super) fn group_cpu_ticks(_pgid: i32) -> u64 {
         0
