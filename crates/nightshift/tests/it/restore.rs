@@ -213,3 +213,63 @@ fn stop_preserves_the_work_in_flight_and_run_resumes_it() {
     repo.git(&["branch", "-D", "restored/s/1"]);
     repo.assert_clean_end();
 }
+
+/// Each way a session is ended by nightshift keeps its work: commits, modified and untracked
+/// files reach the preserve ref, and restore gets them back.
+fn assert_kill_path_keeps_work(misbehaviour: &str, limits: &str) {
+    let repo = Repo::new(&project());
+    let work = "echo committed > own.txt && git add own.txt && git commit -q -m own && echo changed >> README.md && echo loose > loose.txt";
+    let config = plan(&repo, &["k"], 1, 1)
+        .replacen(
+            &repo.agent_table(),
+            &format!(
+                "[agent]\nkind = \"command\"\nformat = \"claude-stream\"\ncommand = [\"sh\", \"-c\", \"{work} && exec {BIN} __fake-agent --script-dir {dir}\"]\n",
+                dir = repo.agent_dir.display()
+            ),
+            1,
+        )
+        .replace("[limits]\n", &format!("[limits]\nkill_grace = \"200ms\"\n{limits}"));
+    repo.agent("k", misbehaviour);
+    repo.configure(&config);
+    let out = repo.run(&["run"]);
+    assert_eq!(
+        out.status.code(),
+        Some(11),
+        "{misbehaviour}: {}",
+        text(&out)
+    );
+    let r = "refs/nightshift/preserve/k/1";
+    assert_eq!(
+        repo.git(&["show", &format!("{r}:own.txt")]),
+        "committed\n",
+        "{misbehaviour}"
+    );
+    assert_eq!(
+        repo.git(&["show", &format!("{r}:README.md")]),
+        "a project\nchanged\n"
+    );
+    assert_eq!(repo.git(&["show", &format!("{r}:loose.txt")]), "loose\n");
+    assert!(repo.run(&["restore", "k", "1"]).status.success());
+    assert_eq!(repo.git(&["show", "restored/k/1:loose.txt"]), "loose\n");
+}
+
+#[test]
+fn a_timeout_kill_keeps_the_work() {
+    assert_kill_path_keeps_work("go-silent forever\n", "session_timeout = \"300ms\"\n");
+}
+
+#[test]
+fn a_stall_kill_keeps_the_work() {
+    assert_kill_path_keeps_work(
+        "go-silent forever\n",
+        "stall_grace = \"200ms\"\nstall_nudges = 0\n",
+    );
+}
+
+#[test]
+fn a_budget_kill_keeps_the_work() {
+    assert_kill_path_keeps_work(
+        "busy forever usage-per-turn=500 interval=10ms\n",
+        "session_tokens = 1000\n",
+    );
+}
