@@ -255,12 +255,25 @@ pub enum Done {
     Pushed,
 }
 
+/// How an item's work lands on the target.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Strategy {
+    /// One commit per item on top of the target (the agent's commits stay under the preserve ref).
+    #[default]
+    Squash,
+    /// A merge commit whose second parent is the attempt's history.
+    Merge,
+    /// The attempt's commits replayed one by one onto the target (authors kept).
+    Rebase,
+}
+
 /// `[integrate]`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct IntegrateConfig {
     /// The branch green work is merged into; `None` means the branch checked out when the run
     /// starts.
     pub target: Option<String>,
+    pub strategy: Strategy,
     /// Push the target to `remote` after every local advance.
     pub push: bool,
     pub remote: String,
@@ -274,6 +287,7 @@ impl Default for IntegrateConfig {
     fn default() -> Self {
         IntegrateConfig {
             target: None,
+            strategy: Strategy::Squash,
             push: false,
             remote: "origin".into(),
             done: Done::Local,

@@ -10,7 +10,7 @@ use toml::Spanned;
 use super::{
     AgentConfig, AgentKind, BudgetLimits, BudgetMode, CheckConfig, Config, DEFAULT_CHECK_TIMEOUT,
     DEFAULT_MAX_ATTEMPTS, DEFAULT_MAX_ITERATIONS, Done, IntegrateConfig, ItemConfig, Limits,
-    OutputFormat, SessionLimits, SourceError, parse_duration,
+    OutputFormat, SessionLimits, SourceError, Strategy, parse_duration,
 };
 use crate::plan::{ID_HELP, validate_id};
 
@@ -82,6 +82,7 @@ struct RawLimits {
 #[serde(deny_unknown_fields)]
 struct RawIntegrate {
     target: Option<Spanned<String>>,
+    strategy: Option<Spanned<String>>,
     push: Option<bool>,
     remote: Option<Spanned<String>>,
     done: Option<Spanned<String>>,
@@ -527,6 +528,20 @@ impl Ctx<'_> {
         let Some(raw) = raw else {
             return Ok(IntegrateConfig::default());
         };
+        let strategy = match raw.strategy {
+            None => Strategy::Squash,
+            Some(v) => match v.get_ref().as_str() {
+                "squash" => Strategy::Squash,
+                "merge" => Strategy::Merge,
+                "rebase" => Strategy::Rebase,
+                other => {
+                    return Err(self
+                        .error(v.span(), format!("unknown `strategy` `{other}` in [integrate]"))
+                        .with_help("expected `\"squash\"` (one commit per item), `\"merge\"` or `\"rebase\"`")
+                        .into());
+                }
+            },
+        };
         let push = raw.push.unwrap_or(false);
         let remote = match raw.remote {
             Some(r) if r.get_ref().trim().is_empty() => {
@@ -587,6 +602,7 @@ impl Ctx<'_> {
         };
         Ok(IntegrateConfig {
             target,
+            strategy,
             push,
             remote,
             done,

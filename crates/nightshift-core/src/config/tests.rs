@@ -320,7 +320,7 @@ fn unknown_integrate_key() {
         &format!("{HEAD}[integrate]\nbranch = \"main\"\n"),
         (6, 1),
         "branch",
-        "unknown field `branch`, expected one of `target`, `push`, `remote`, `done`, `pr_command`",
+        "unknown field `branch`, expected one of `target`, `strategy`, `push`, `remote`, `done`, `pr_command`",
         "nightshift init",
     );
 }

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use super::{Engine, EngineError, Journal, io_err, launch, prompt};
 use crate::check;
-use crate::config::{AgentKind, BudgetMode};
+use crate::config::{AgentKind, BudgetMode, Strategy};
 use crate::failpoint;
 use crate::git::MergeOutcome;
 use crate::halt::HaltReason;
@@ -645,9 +645,17 @@ impl Engine<'_> {
                 }
             }
         };
-        let commit = self
-            .git
-            .commit_tree(&tree, &[&tip], &self.commit_message(item, att))?;
+        let message = self.commit_message(item, att);
+        let commit = match self.config.integrate.strategy {
+            Strategy::Squash => self.git.commit_tree(&tree, &[&tip], &message)?,
+            Strategy::Merge => self.git.commit_tree(&tree, &[&tip, &candidate], &message)?,
+            Strategy::Rebase => match self.replay(&att.base, &candidate, &tip)? {
+                Some(last) => last,
+                // A history with merges (a conflict repair) or a step that conflicts on its
+                // own: land it as one commit, whose merge is already known to be clean.
+                None => self.git.commit_tree(&tree, &[&tip], &message)?,
+            },
+        };
         self.record(EventKind::MergePrepared {
             item: att.item.clone(),
             attempt: att.attempt,
@@ -655,6 +663,35 @@ impl Engine<'_> {
             onto: tip,
         })?;
         Ok(())
+    }
+
+    /// Replays the attempt's commits (`base..candidate`) one by one onto `tip`, authors kept.
+    /// `None` when the history has merges or a single step does not apply cleanly.
+    fn replay(
+        &self,
+        base: &str,
+        candidate: &str,
+        tip: &str,
+    ) -> Result<Option<String>, EngineError> {
+        let (commits, merges) = self
+            .git
+            .commits_oldest_first(&format!("{base}..{candidate}"))?;
+        if merges || commits.is_empty() {
+            return Ok(None);
+        }
+        let mut current = tip.to_owned();
+        for c in &commits {
+            match self
+                .git
+                .merge_tree_from(Some(&format!("{c}^")), &current, c)?
+            {
+                MergeOutcome::Clean { tree } => {
+                    current = self.git.replay_commit(&tree, &current, c)?
+                }
+                MergeOutcome::Conflict { .. } => return Ok(None),
+            }
+        }
+        Ok(Some(current))
     }
 
     /// Moves the target to the prepared commit: intent, effect, confirmation. Re-entrant: on

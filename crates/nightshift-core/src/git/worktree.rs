@@ -265,18 +265,29 @@ impl Git {
 
     /// Merges `theirs` into `ours` without touching any checkout.
     pub fn merge_tree(&self, ours: &str, theirs: &str) -> Result<MergeOutcome, GitError> {
-        let out = self.output(
-            &[
-                "merge-tree",
-                "--write-tree",
-                "-z",
-                "--name-only",
-                "--no-messages",
-                ours,
-                theirs,
-            ],
-            &[],
-        )?;
+        self.merge_tree_from(None, ours, theirs)
+    }
+
+    /// Like [`Git::merge_tree`], with an explicit merge base (to replay one commit: its parent).
+    pub fn merge_tree_from(
+        &self,
+        base: Option<&str>,
+        ours: &str,
+        theirs: &str,
+    ) -> Result<MergeOutcome, GitError> {
+        let base_arg = base.map(|b| format!("--merge-base={b}"));
+        let mut args = vec![
+            "merge-tree",
+            "--write-tree",
+            "-z",
+            "--name-only",
+            "--no-messages",
+        ];
+        if let Some(b) = &base_arg {
+            args.push(b);
+        }
+        args.extend([ours, theirs]);
+        let out = self.output(&args, &[])?;
         let mut fields = out.stdout.split('\0').filter(|f| !f.is_empty());
         let tree = fields.next().unwrap_or_default().trim().to_owned();
         match out.code {
@@ -310,6 +321,50 @@ impl Git {
         args.push("-m".into());
         args.push(message.to_owned());
         Ok(self.run_env(&args, &ident())?.trim().to_owned())
+    }
+
+    /// The commits of `range` oldest first, and whether any of them is a merge.
+    pub fn commits_oldest_first(&self, range: &str) -> Result<(Vec<String>, bool), GitError> {
+        let out = self.run(&["rev-list", "--reverse", "--parents", range])?;
+        let mut commits = Vec::new();
+        let mut merges = false;
+        for line in out.lines() {
+            let mut ids = line.split(' ');
+            if let Some(c) = ids.next() {
+                commits.push(c.to_owned());
+                merges |= ids.count() > 1;
+            }
+        }
+        Ok((commits, merges))
+    }
+
+    /// Creates a commit of `tree` on `parent` carrying `original`'s message and author (a
+    /// replayed commit); nightshift is the committer.
+    pub fn replay_commit(
+        &self,
+        tree: &str,
+        parent: &str,
+        original: &str,
+    ) -> Result<String, GitError> {
+        let info = self.run(&["log", "-1", "--format=%an%x00%ae%x00%aI%x00%B", original])?;
+        let mut parts = info.splitn(4, '\0');
+        let (name, email, date, message) = (
+            parts.next().unwrap_or("nightshift").to_owned(),
+            parts.next().unwrap_or("nightshift@localhost").to_owned(),
+            parts.next().unwrap_or("").to_owned(),
+            parts.next().unwrap_or("").trim_end().to_owned(),
+        );
+        let mut env = ident();
+        env.retain(|(k, _)| !k.starts_with("GIT_AUTHOR"));
+        env.push(("GIT_AUTHOR_NAME", OsStr::new(&name)));
+        env.push(("GIT_AUTHOR_EMAIL", OsStr::new(&email)));
+        if !date.is_empty() {
+            env.push(("GIT_AUTHOR_DATE", OsStr::new(&date)));
+        }
+        Ok(self
+            .run_env(&["commit-tree", tree, "-p", parent, "-m", &message], &env)?
+            .trim()
+            .to_owned())
     }
 
     /// Checks out `commit` detached in this worktree, overwriting tracked files.

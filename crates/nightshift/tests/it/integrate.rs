@@ -563,3 +563,69 @@ fn seed_003_a_worktree_git_cannot_delete_after_the_merge_is_a_warning_not_a_cras
     );
     repo.assert_clean_end();
 }
+
+/// An item whose agent makes two commits of its own (as "Ada"), then nightshift commits the rest.
+fn strategy_repo(strategy: &str) -> Repo {
+    let repo = Repo::new(&project());
+    let agent = "echo one > one.txt && git add one.txt && GIT_AUTHOR_NAME=Ada git commit -q -m one && echo two > two.txt && git add two.txt && GIT_AUTHOR_NAME=Ada git commit -q -m two && mkdir -p done && echo ok > done/s";
+    let config = plan(&repo, &["s"], 1, 1).replacen(
+        &repo.agent_table(),
+        &format!("[agent]\nkind = \"command\"\ncommand = [\"sh\", \"-c\", \"{agent}\"]\n"),
+        1,
+    ) + &format!("\n[integrate]\nstrategy = \"{strategy}\"\n");
+    repo.configure(&config);
+    let out = repo.run(&["run"]);
+    assert_eq!(out.status.code(), Some(10), "{strategy}: {}", text(&out));
+    for f in ["one.txt", "two.txt", "done/s"] {
+        repo.git(&["show", &format!("main:{f}")]);
+    }
+    repo.assert_clean_end();
+    repo
+}
+
+#[test]
+fn integration_strategies_squash_merge_and_rebase() {
+    let squash = strategy_repo("squash");
+    assert_eq!(
+        squash.git(&["rev-list", "--count", "HEAD~1..HEAD"]).trim(),
+        "1"
+    );
+    assert_eq!(
+        squash
+            .git(&["log", "-1", "--format=%p", "main"])
+            .split(' ')
+            .count(),
+        1
+    );
+
+    let merge = strategy_repo("merge");
+    let parents = merge.git(&["log", "-1", "--format=%p", "main"]);
+    assert_eq!(
+        parents.split_whitespace().count(),
+        2,
+        "a merge commit: {parents}"
+    );
+    let history = merge.git(&["log", "--format=%an %s", "main"]);
+    assert!(
+        history.contains("Ada one") && history.contains("Ada two"),
+        "{history}"
+    );
+
+    let rebase = strategy_repo("rebase");
+    let log = rebase.git(&["log", "--format=%an|%s", "main"]);
+    let lines: Vec<&str> = log.lines().collect();
+    assert_eq!(lines[1], "Ada|two", "authors kept, order kept: {log}");
+    assert_eq!(lines[2], "Ada|one", "{log}");
+    assert!(
+        lines[0].starts_with("nightshift|s:"),
+        "nightshift's own commit last: {log}"
+    );
+    assert_eq!(
+        rebase
+            .git(&["log", "-1", "--format=%p", "main"])
+            .split_whitespace()
+            .count(),
+        1,
+        "linear"
+    );
+}
