@@ -273,3 +273,41 @@ fn a_budget_kill_keeps_the_work() {
         "session_tokens = 1000\n",
     );
 }
+
+#[test]
+fn fresh_after_a_crash_preserves_the_abandoned_attempt_and_restore_recovers_it() {
+    use std::os::unix::process::ExitStatusExt;
+    let repo = Repo::new(&project());
+    // The agent leaves a commit, a modification and an untracked file, then the engine dies.
+    let agent = "echo committed > own.txt && git add own.txt && git commit -q -m own && echo changed >> README.md && echo loose > loose.txt && kill -9 $PPID; sleep 600";
+    let config = plan(&repo, &["f"], 1, 1).replacen(
+        &repo.agent_table(),
+        &format!("[agent]\nkind = \"command\"\ncommand = [\"sh\", \"-c\", \"{agent}\"]\n"),
+        1,
+    );
+    repo.configure(&config);
+    let out = repo.run(&["run"]);
+    assert_eq!(out.status.signal(), Some(9), "{}", text(&out));
+
+    // A fresh run abandons the open attempt: its worktree goes, its work must not.
+    let fresh = config.replace(
+        "kill -9 $PPID; sleep 600",
+        "mkdir -p done && echo ok > done/f",
+    );
+    repo.write("nightshift.toml", &fresh);
+    repo.git(&["commit", "-q", "-am", "agent fixed"]);
+    let out = repo.run(&["run", "--fresh"]);
+    assert_eq!(out.status.code(), Some(10), "{}", text(&out));
+    let r = "refs/nightshift/preserve/f/1";
+    assert_eq!(repo.git(&["show", &format!("{r}:own.txt")]), "committed\n");
+    assert_eq!(
+        repo.git(&["show", &format!("{r}:README.md")]),
+        "a project\nchanged\n"
+    );
+    assert_eq!(repo.git(&["show", &format!("{r}:loose.txt")]), "loose\n");
+    assert!(repo.run(&["restore", "f", "1"]).status.success());
+    assert_eq!(repo.git(&["show", "restored/f/1:loose.txt"]), "loose\n");
+    assert_eq!(repo.shipped_items(), ["f"]);
+    repo.git(&["branch", "-D", "restored/f/1"]);
+    repo.assert_clean_end();
+}
