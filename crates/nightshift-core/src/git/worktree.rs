@@ -114,15 +114,10 @@ impl Git {
             .is_empty())
     }
 
-    /// Whether this checkout has any change at all, untracked files included.
-    pub fn is_dirty(&self) -> Result<bool, GitError> {
-        Ok(!self
-            .run(&["status", "--porcelain", "-z", "--untracked-files=all"])?
-            .is_empty())
-    }
-
     /// Stages everything in this worktree and commits it as nightshift (hooks off). Returns
-    /// HEAD afterwards; commits nothing when there is nothing to commit.
+    /// HEAD afterwards; commits nothing when there is nothing to commit. (The engine uses
+    /// [`Git::stage_and_commit`] and [`Git::head_descending_from`]; this is the tests' shorthand.)
+    #[cfg(test)]
     pub fn commit_all(&self, message: &str) -> Result<String, GitError> {
         self.stage_and_commit(message)?;
         self.resolve("HEAD")?.ok_or_else(|| GitError::Parse {
@@ -253,14 +248,6 @@ impl Git {
     pub fn reset_index(&self) -> Result<(), GitError> {
         self.run(&["reset", "--quiet", "--mixed"])?;
         Ok(())
-    }
-
-    /// The tree of a commit.
-    pub fn tree_of(&self, commit: &str) -> Result<String, GitError> {
-        Ok(self
-            .run(&["rev-parse", &format!("{commit}^{{tree}}")])?
-            .trim()
-            .to_owned())
     }
 
     /// Merges `theirs` into `ours` without touching any checkout.
