@@ -912,7 +912,12 @@ mod tests {
             message.starts_with("You've hit your usage limit."),
             "{message}"
         );
-        assert!(message.ends_with(" try again at 3:28 PM."), "{message}");
+        // Today's reset reads "try again at 3:28 PM."; a later day's names the date first
+        // ("try again at Dec 1st, 2026 3:28 PM."), as the CLI does.
+        assert!(
+            message.contains(" try again at ") && message.ends_with(" 3:28 PM."),
+            "{message}"
+        );
         assert_eq!(lines[1]["error"]["message"], message);
     }
 

@@ -15,6 +15,7 @@ pub mod config;
 pub mod engine;
 pub mod failpoint;
 pub mod git;
+pub mod guard;
 pub mod halt;
 pub mod notify;
 pub mod plan;

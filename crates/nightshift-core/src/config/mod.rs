@@ -78,6 +78,8 @@ pub struct Config {
     /// attempt's worktree (`[worktree] seed`).
     pub seed: Vec<PathBuf>,
     pub integrate: IntegrateConfig,
+    /// Integrity rules (`[guards]`).
+    pub guards: GuardConfig,
     /// A Markdown checklist to take items from, relative to the repository root.
     pub plan: Option<PathBuf>,
     /// The `[[item]]` tables, in file order.
@@ -162,6 +164,58 @@ pub struct CheckConfig {
     pub command: Option<String>,
     /// How long one check run may take.
     pub timeout: Duration,
+    /// How the check's output is read into test results (`format`; default: detected).
+    pub format: crate::check::results::FormatChoice,
+    /// A results file the check writes (e.g. JUnit XML), relative to the worktree; parsed
+    /// instead of the output when present.
+    pub results: Option<PathBuf>,
+    /// Iterations without a new best failing set before an attempt ends early
+    /// (`no_progress_after`, default 3).
+    pub no_progress_after: u32,
+}
+
+/// `[guards]`: integrity rules evaluated before a green check can count.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GuardConfig {
+    /// Globs (relative to the repository root) an agent must not change. `.nightshift/**`
+    /// and `nightshift.toml` are always blocked.
+    pub blocked_paths: Vec<String>,
+    /// Globs naming test files (for assertion counts and `protect_tests`).
+    pub test_paths: Vec<String>,
+    /// Run the check with the test files the attempt changed restored from its base.
+    pub protect_tests: bool,
+}
+
+/// Paths every run blocks, whatever the config says.
+pub const ALWAYS_BLOCKED: &[&str] = &[".nightshift/**", "nightshift.toml"];
+
+/// Default `[guards] test_paths`: the usual homes of tests in Rust, Python, JS/TS, Go, Ruby.
+pub const DEFAULT_TEST_PATHS: &[&str] = &[
+    "tests/**",
+    "test/**",
+    "**/tests/**",
+    "**/test/**",
+    "**/__tests__/**",
+    "spec/**",
+    "**/*_test.go",
+    "**/test_*.py",
+    "**/*_test.py",
+    "**/*.test.{js,jsx,ts,tsx,mjs,cjs}",
+    "**/*.spec.{js,jsx,ts,tsx,mjs,cjs}",
+    "**/*_spec.rb",
+];
+
+/// Default for `[check] no_progress_after`.
+pub const DEFAULT_NO_PROGRESS_AFTER: u32 = 3;
+
+impl Default for GuardConfig {
+    fn default() -> GuardConfig {
+        GuardConfig {
+            blocked_paths: Vec::new(),
+            test_paths: DEFAULT_TEST_PATHS.iter().map(|s| (*s).to_owned()).collect(),
+            protect_tests: false,
+        }
+    }
 }
 
 /// `[limits]`.

@@ -2,16 +2,18 @@
 
 use std::collections::HashMap;
 use std::ops::Range;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 use toml::Spanned;
 
 use super::{
     AgentConfig, AgentKind, BudgetLimits, BudgetMode, CheckConfig, Config, DEFAULT_CHECK_TIMEOUT,
-    DEFAULT_MAX_ATTEMPTS, DEFAULT_MAX_ITERATIONS, Done, IntegrateConfig, ItemConfig, Limits,
-    OutputFormat, SessionLimits, SourceError, Strategy, parse_duration,
+    DEFAULT_MAX_ATTEMPTS, DEFAULT_MAX_ITERATIONS, DEFAULT_NO_PROGRESS_AFTER, Done, GuardConfig,
+    IntegrateConfig, ItemConfig, Limits, OutputFormat, SessionLimits, SourceError, Strategy,
+    parse_duration,
 };
+use crate::check::results::{Format, FormatChoice};
 use crate::plan::{ID_HELP, validate_id};
 
 const EXAMPLE_HELP: &str = "see `nightshift init` for a commented example";
@@ -29,6 +31,7 @@ struct RawConfig {
     limits: Option<RawLimits>,
     integrate: Option<RawIntegrate>,
     worktree: Option<RawWorktree>,
+    guards: Option<RawGuards>,
     item: Option<Vec<Spanned<RawItem>>>,
 }
 
@@ -54,6 +57,17 @@ struct RawAgent {
 struct RawCheck {
     command: Option<Spanned<String>>,
     timeout: Option<Spanned<String>>,
+    format: Option<Spanned<String>>,
+    results: Option<Spanned<String>>,
+    no_progress_after: Option<Spanned<u32>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawGuards {
+    blocked_paths: Option<Vec<Spanned<String>>>,
+    test_paths: Option<Vec<Spanned<String>>>,
+    protect_tests: Option<bool>,
 }
 
 #[derive(Deserialize)]
@@ -145,6 +159,7 @@ impl Ctx<'_> {
         let (limits, session, budget) = self.limits(raw.limits)?;
         let integrate = self.integrate(raw.integrate)?;
         let seed = self.seed(raw.worktree)?;
+        let guards = self.guards(raw.guards)?;
         let plan = match raw.plan {
             Some(plan) if plan.get_ref().trim().is_empty() => {
                 let error = self.error(plan.span(), "`plan` is empty");
@@ -198,6 +213,7 @@ impl Ctx<'_> {
             budget,
             seed,
             integrate,
+            guards,
             plan: plan.map(|plan| PathBuf::from(plan.into_inner())),
             items,
         })
@@ -331,6 +347,9 @@ impl Ctx<'_> {
             return Ok(CheckConfig {
                 command: None,
                 timeout: DEFAULT_CHECK_TIMEOUT,
+                format: FormatChoice::Auto,
+                results: None,
+                no_progress_after: DEFAULT_NO_PROGRESS_AFTER,
             });
         };
         let command = match raw.command {
@@ -346,7 +365,82 @@ impl Ctx<'_> {
                 )
             })?,
         };
-        Ok(CheckConfig { command, timeout })
+        let format = match raw.format {
+            None => FormatChoice::Auto,
+            Some(format) => Format::from_config(format.get_ref()).map_err(|e| {
+                self.error(format.span(), format!("invalid `format` in [check]: {e}"))
+                    .with_help(
+                        "name the runner whose output the check prints, or `auto` to detect it, \
+                         or `exit-code` to judge by the exit status alone",
+                    )
+            })?,
+        };
+        let results = match raw.results {
+            None => None,
+            Some(path)
+                if path.get_ref().trim().is_empty() || Path::new(path.get_ref()).is_absolute() =>
+            {
+                return Err(self
+                    .error(path.span(), "`results` in [check] must be a relative path")
+                    .with_help("the file the check writes, relative to the worktree, e.g. \"target/junit.xml\"")
+                    .into());
+            }
+            Some(path) => Some(PathBuf::from(path.into_inner())),
+        };
+        let no_progress_after = match raw.no_progress_after {
+            None => DEFAULT_NO_PROGRESS_AFTER,
+            Some(v) if *v.get_ref() == 0 => {
+                return Err(self
+                    .error(v.span(), "`no_progress_after` in [check] must be at least 1")
+                    .with_help(format!(
+                        "iterations without a smaller failing set before an attempt ends; the default is {DEFAULT_NO_PROGRESS_AFTER}"
+                    ))
+                    .into());
+            }
+            Some(v) => v.into_inner(),
+        };
+        Ok(CheckConfig {
+            command,
+            timeout,
+            format,
+            results,
+            no_progress_after,
+        })
+    }
+
+    fn guards(&self, raw: Option<RawGuards>) -> Result<GuardConfig, Box<SourceError>> {
+        let mut guards = GuardConfig::default();
+        let Some(raw) = raw else {
+            return Ok(guards);
+        };
+        let globs = |list: Option<Vec<Spanned<String>>>,
+                     key: &str|
+         -> Result<Option<Vec<String>>, Box<SourceError>> {
+            let Some(list) = list else { return Ok(None) };
+            let mut out = Vec::new();
+            for glob in list {
+                if let Err(e) = crate::guard::paths::compile(glob.get_ref()) {
+                    return Err(self
+                        .error(glob.span(), format!("invalid glob in `{key}` of [guards]: {e}"))
+                        .with_help("globs are relative to the repository root: `tests/**`, `**/*_test.go`, `.github/**`")
+                        .into());
+                }
+                out.push(glob.into_inner());
+            }
+            Ok(Some(out))
+        };
+        // Each glob was checked above; the sets as wholes compile too (checked here so the
+        // engine never meets a guard it cannot build).
+        if let Some(list) = globs(raw.blocked_paths, "blocked_paths")? {
+            guards.blocked_paths = list;
+        }
+        if let Some(list) = globs(raw.test_paths, "test_paths")? {
+            guards.test_paths = list;
+        }
+        if let Some(p) = raw.protect_tests {
+            guards.protect_tests = p;
+        }
+        Ok(guards)
     }
 
     /// A non-blank shell command line.

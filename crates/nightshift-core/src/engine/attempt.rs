@@ -69,7 +69,10 @@ impl Engine<'_> {
         }
         match att.phase.as_str() {
             "preparing" => self.prepare_worktree(att),
-            "ready" => self.run_session(item, att, 1),
+            "ready" => {
+                self.ensure_baseline(item, att)?;
+                self.run_session(item, att, 1)
+            }
             // Interrupted by a crash: the session did not finish, so it runs again (the agent
             // continues on top of whatever it left in the worktree).
             "session" => self.run_session(item, att, att.iteration.max(1)),
@@ -80,6 +83,32 @@ impl Engine<'_> {
             // tree that would land (nothing the check itself writes is ever shipped unchecked).
             "session_ended" => self.commit(item, att),
             "committed" | "checking" => self.run_check(item, att, CheckStage::Work),
+            // A guard failed: the oracle was weakened or a blocked path changed. The item
+            // ends here, its attempt preserved; nothing of it reaches the target.
+            "violated" => {
+                let guards = self.last_guards(att)?;
+                let (halt, reason) = super::verdict::violation(&guards).unwrap_or((
+                    HaltReason::MetricIntegrityViolation,
+                    "metric_integrity_violation: a guard failed".into(),
+                ));
+                notify::raise(
+                    &self.ws,
+                    self.clock.as_ref(),
+                    &notify::Alert {
+                        kind: notify::AlertKind::Integrity,
+                        summary: format!("{}: {reason}", att.item),
+                        detail: None,
+                        run_id: Some(self.run_id()),
+                        item: Some(att.item.clone()),
+                    },
+                );
+                self.park_halting(att, reason, halt)
+            }
+            "red" if att.conflict_repairs == 0
+                && let Some((halt, why)) = self.no_convergence(att)? =>
+            {
+                self.fail_halting(att, format!("{halt}: {why}"), halt)
+            }
             "red" if att.iteration < max_iterations => {
                 self.run_session(item, att, att.iteration + 1)
             }
@@ -514,17 +543,42 @@ impl Engine<'_> {
             stage,
         })?;
         let command = self.check_command(item);
+        // `protect_tests`: the oracle runs with the test files as the base has them, so an
+        // agent's edits to tests cannot make it green; the agent's versions come back after.
+        let protected = match stage {
+            CheckStage::Work => self.protected_paths(att)?,
+            CheckStage::Merged => Vec::new(),
+        };
+        let wt = self.git.at(&worktree);
+        wt.restore_paths(&att.base, &protected)?;
+        self.clear_results_file(&worktree);
         let result = check::run(
             &command,
             worktree.clone(),
             self.item_env(att, att.iteration),
             self.config.check.timeout,
             log.clone(),
-        )?;
+        );
+        wt.restore_paths("HEAD", &protected)?;
+        let result = result?;
         if result.end.outcome == Outcome::Stopped {
             // An operator stop is not a verdict: the check runs again when the run resumes.
             return Ok(());
         }
+        let results = self.read_results(&worktree, &log);
+        let guards = match stage {
+            CheckStage::Work => self.evaluate_guards(item, att, results.as_ref(), result.green)?,
+            CheckStage::Merged => {
+                if result.green {
+                    // The merged tree becomes the next base: its results are that baseline.
+                    let tree = self
+                        .git
+                        .tree_of(att.merged.as_deref().unwrap_or_default())?;
+                    self.cache_baseline(item, &tree, results.as_ref());
+                }
+                Vec::new()
+            }
+        };
         self.record(EventKind::CheckEnded {
             item: att.item.clone(),
             attempt: att.attempt,
@@ -536,6 +590,8 @@ impl Engine<'_> {
             output_sha256: result.end.output_sha256,
             log: log.display().to_string(),
             duration_ms: result.end.duration.as_millis() as u64,
+            results: results.as_ref().map(crate::store::CheckSummary::of),
+            guards,
         })?;
         session::sweep(
             &worktree,
@@ -871,14 +927,14 @@ impl Engine<'_> {
             })
     }
 
-    fn check_command(&self, item: &ItemRow) -> String {
+    pub(super) fn check_command(&self, item: &ItemRow) -> String {
         item.check_command
             .clone()
             .or_else(|| self.config.check.command.clone())
             .unwrap_or_else(|| "false".into())
     }
 
-    fn item_env(&self, att: &AttemptRow, iteration: u32) -> Vec<(String, String)> {
+    pub(super) fn item_env(&self, att: &AttemptRow, iteration: u32) -> Vec<(String, String)> {
         vec![
             ("NIGHTSHIFT_RUN".into(), self.run_id()),
             ("NIGHTSHIFT_ITEM".into(), att.item.clone()),

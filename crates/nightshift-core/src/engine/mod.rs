@@ -9,6 +9,7 @@ mod closeout;
 mod launch;
 mod prompt;
 mod teardown;
+mod verdict;
 
 use std::sync::Arc;
 

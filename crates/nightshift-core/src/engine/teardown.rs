@@ -4,17 +4,39 @@
 use std::path::{Path, PathBuf};
 
 use super::{Engine, EngineError};
+use crate::halt::HaltReason;
 use crate::store::{AttemptRow, EventKind};
 
 impl Engine<'_> {
     /// Ends an attempt without shipping: preserve its work, record the verdict, tear down.
     pub(super) fn fail(&mut self, att: &AttemptRow, reason: String) -> Result<(), EngineError> {
-        self.end_attempt(att, reason, false, false)
+        self.end_attempt(att, reason, false, false, None)
+    }
+
+    /// Ends an attempt on a loop-contract reason (no progress, oscillation, regression); the
+    /// item goes round again if it has attempts left.
+    pub(super) fn fail_halting(
+        &mut self,
+        att: &AttemptRow,
+        reason: String,
+        halt: HaltReason,
+    ) -> Result<(), EngineError> {
+        self.end_attempt(att, reason, false, false, Some(halt))
+    }
+
+    /// Ends an attempt and parks its item on a loop-contract reason (a guard failed).
+    pub(super) fn park_halting(
+        &mut self,
+        att: &AttemptRow,
+        reason: String,
+        halt: HaltReason,
+    ) -> Result<(), EngineError> {
+        self.end_attempt(att, reason, true, false, Some(halt))
     }
 
     /// Ends an attempt and parks its item now, whatever attempts it has left.
     pub(super) fn park(&mut self, att: &AttemptRow, reason: String) -> Result<(), EngineError> {
-        self.end_attempt(att, reason, true, false)
+        self.end_attempt(att, reason, true, false, None)
     }
 
     /// Parks the item and keeps the attempt's branch for a person (an unresolved conflict).
@@ -23,7 +45,7 @@ impl Engine<'_> {
         att: &AttemptRow,
         reason: String,
     ) -> Result<(), EngineError> {
-        self.end_attempt(att, reason, true, true)
+        self.end_attempt(att, reason, true, true, None)
     }
 
     fn end_attempt(
@@ -32,6 +54,7 @@ impl Engine<'_> {
         reason: String,
         park: bool,
         keep_branch: bool,
+        halt: Option<HaltReason>,
     ) -> Result<(), EngineError> {
         let run_id = self.run_id();
         let preserve_ref = match self.preserve(&run_id, att) {
@@ -52,6 +75,7 @@ impl Engine<'_> {
             preserve_ref,
             park,
             keep_branch,
+            halt,
         })?;
         self.teardown_attempt(&run_id, &att.item, att.attempt)
     }

@@ -126,6 +126,58 @@ impl Git {
         })
     }
 
+    /// The paths that differ between two commits, renames split into a deletion and an
+    /// addition: `(path, deleted in `to`)`.
+    pub fn changed_paths(&self, from: &str, to: &str) -> Result<Vec<(String, bool)>, GitError> {
+        let out = self.run(&["diff", "--name-status", "-z", "--no-renames", from, to])?;
+        let mut fields = out.split('\0').filter(|f| !f.is_empty());
+        let mut changes = Vec::new();
+        while let (Some(status), Some(path)) = (fields.next(), fields.next()) {
+            changes.push((path.to_owned(), status.starts_with('D')));
+        }
+        Ok(changes)
+    }
+
+    /// The content of `path` at `rev` as text; `None` when absent there or not UTF-8.
+    pub fn file_at(&self, rev: &str, path: &str) -> Result<Option<String>, GitError> {
+        let out = self.output(&["cat-file", "blob", &format!("{rev}:{path}")], &[])?;
+        Ok((out.code == 0).then_some(out.stdout))
+    }
+
+    /// The tree id of a commit.
+    pub fn tree_of(&self, commit: &str) -> Result<String, GitError> {
+        Ok(self
+            .run(&["rev-parse", &format!("{commit}^{{tree}}")])?
+            .trim()
+            .to_owned())
+    }
+
+    /// Back to HEAD: tracked edits reverted, untracked files removed (ignored files kept).
+    pub fn discard_changes(&self) -> Result<(), GitError> {
+        self.run(&["reset", "--quiet", "--hard", "HEAD"])?;
+        self.run(&["clean", "-f", "-d", "--quiet"])?;
+        Ok(())
+    }
+
+    /// Puts `paths` in the index and worktree as they are at `rev` (absent there: removed).
+    pub fn restore_paths(&self, rev: &str, paths: &[String]) -> Result<(), GitError> {
+        if paths.is_empty() {
+            return Ok(());
+        }
+        let mut args: Vec<&str> = vec![
+            "restore",
+            "--source",
+            rev,
+            "--staged",
+            "--worktree",
+            "--no-overlay",
+            "--",
+        ];
+        args.extend(paths.iter().map(String::as_str));
+        self.run(&args)?;
+        Ok(())
+    }
+
     /// `add --all` and `commit`, nothing to commit being fine.
     pub fn stage_and_commit(&self, message: &str) -> Result<(), GitError> {
         self.run(&["add", "--all"])?;

@@ -40,6 +40,28 @@ pub enum CheckStage {
     Merged,
 }
 
+/// A check's output read as test results, as the journal keeps it: the counts, and the
+/// failing set by id (the trajectory `explain` and progress detection read).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CheckSummary {
+    pub format: String,
+    pub tests: usize,
+    pub skipped: usize,
+    pub failing: Vec<String>,
+}
+
+impl CheckSummary {
+    /// The summary of parsed results.
+    pub fn of(results: &crate::check::results::Results) -> CheckSummary {
+        CheckSummary {
+            format: results.format.as_str().to_owned(),
+            tests: results.tests.len(),
+            skipped: results.skipped_count(),
+            failing: results.failing_set().into_set().into_iter().collect(),
+        }
+    }
+}
+
 pub use crate::session::Outcome;
 pub use crate::session::{Metric, Scope};
 
@@ -163,6 +185,22 @@ pub enum EventKind {
         output_sha256: String,
         log: String,
         duration_ms: u64,
+        /// The output read as test results; absent when nothing parsed (the exit code alone
+        /// decided).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        results: Option<CheckSummary>,
+        /// The guards evaluated on this check (work stage); a failure here ends the item.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        guards: Vec<crate::guard::Verdict>,
+    },
+    /// The check ran on the attempt's base to learn the tests guards compare against.
+    BaselineChecked {
+        item: String,
+        attempt: u32,
+        tree: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        results: Option<CheckSummary>,
+        log: String,
     },
     /// The attempt's work is one commit (nightshift's, hooks off) on its branch.
     Committed {
@@ -230,6 +268,9 @@ pub enum EventKind {
         /// Keep the attempt's branch for a person (e.g. an unresolved merge conflict).
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         keep_branch: bool,
+        /// The loop-contract reason, when the attempt ended on one (a guard, no progress).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        halt: Option<crate::halt::HaltReason>,
     },
     /// Housekeeping: the attempt's worktree is gone.
     WorktreeRemoved { item: String, attempt: u32 },
@@ -265,6 +306,7 @@ impl EventKind {
             EventKind::RunStopped { .. } => "run_stopped",
             EventKind::CheckStarted { .. } => "check_started",
             EventKind::CheckEnded { .. } => "check_ended",
+            EventKind::BaselineChecked { .. } => "baseline_checked",
             EventKind::Committed { .. } => "committed",
             EventKind::MergePrepared { .. } => "merge_prepared",
             EventKind::ConflictFound { .. } => "conflict_found",
@@ -292,6 +334,7 @@ impl EventKind {
             | EventKind::BudgetTripped { item, attempt, .. }
             | EventKind::CheckStarted { item, attempt, .. }
             | EventKind::CheckEnded { item, attempt, .. }
+            | EventKind::BaselineChecked { item, attempt, .. }
             | EventKind::Committed { item, attempt, .. }
             | EventKind::MergePrepared { item, attempt, .. }
             | EventKind::ConflictFound { item, attempt, .. }

@@ -166,9 +166,15 @@ pub fn apply(
             stage,
             green,
             log,
+            guards,
             ..
         } => {
+            let violated = guards
+                .iter()
+                .any(|g| g.state == crate::guard::GuardState::Fail);
             let phase = match (stage, green) {
+                // A guard dominates the verdict: nothing violated ever counts as green.
+                (CheckStage::Work, _) if violated => "violated",
                 (CheckStage::Work, true) => "green",
                 (CheckStage::Work, false) => "red",
                 (CheckStage::Merged, true) => "merge_green",
@@ -300,7 +306,7 @@ pub fn apply(
                 params![run_id, item, attempt],
             )?;
         }
-        EventKind::TeardownFailed { .. } => {}
+        EventKind::TeardownFailed { .. } | EventKind::BaselineChecked { .. } => {}
         EventKind::RunFinished {
             halt_reason,
             exit_code,

@@ -11,7 +11,9 @@ use std::path::Path;
 
 use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
 
-pub use event::{CheckStage, Event, EventKind, Metric, Outcome, PlannedItem, Scope, Spend};
+pub use event::{
+    CheckStage, CheckSummary, Event, EventKind, Metric, Outcome, PlannedItem, Scope, Spend,
+};
 pub use lock::{LockError, RunLock, read_holder};
 pub use schema::{MigrateError, VERSION as SCHEMA_VERSION};
 
@@ -320,6 +322,41 @@ impl Store {
                 |r| r.get(0),
             )
             .optional()?)
+    }
+
+    /// The journal entries of one attempt of one run, oldest first (`kind`: only that kind).
+    pub fn attempt_events(
+        &self,
+        run_id: &str,
+        item: &str,
+        attempt: u32,
+        kind: Option<&str>,
+    ) -> Result<Vec<Event>, StoreError> {
+        let mut stmt = self.conn.prepare(
+            "SELECT seq, run_id, at, data FROM events WHERE run_id = ?1 AND item = ?2 \
+             AND attempt = ?3 AND (?4 IS NULL OR kind = ?4) ORDER BY seq",
+        )?;
+        let rows = stmt.query_map(params![run_id, item, attempt, kind], |r| {
+            Ok((
+                r.get::<_, i64>(0)?,
+                r.get::<_, String>(1)?,
+                r.get::<_, String>(2)?,
+                r.get::<_, String>(3)?,
+            ))
+        })?;
+        let mut events = Vec::new();
+        for row in rows {
+            let (seq, run_id, at, data) = row?;
+            let kind =
+                serde_json::from_str(&data).map_err(|source| StoreError::Decode { seq, source })?;
+            events.push(Event {
+                seq,
+                run_id,
+                at,
+                kind,
+            });
+        }
+        Ok(events)
     }
 
     /// Journal entries after `after_seq` (all runs), oldest first, at most `limit`.

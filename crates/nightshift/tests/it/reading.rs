@@ -57,6 +57,7 @@ fn log_json_is_one_versioned_event_per_line_in_journal_order() {
             "run_started",
             "attempt_started",
             "worktree_ready",
+            "baseline_checked",
             "session_started",
             "session_ended",
             "committed",

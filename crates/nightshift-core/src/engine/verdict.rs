@@ -1,0 +1,287 @@
+//! Judging a check beyond its exit code: its output read as test results, the base's results
+//! the guards compare against (cached per tree), the guards, `protect_tests`, and progress
+//! across iterations (DESIGN.md §7; issue 5).
+
+use std::path::{Path, PathBuf};
+
+use sha2::{Digest, Sha256};
+
+use super::{Engine, EngineError, io_err};
+use crate::check::results::{FormatChoice, Progress, Results};
+use crate::guard::{self, Change, FileTexts, GuardState, Verdict, paths::PathSet};
+use crate::halt::HaltReason;
+use crate::store::{AttemptRow, CheckStage, CheckSummary, EventKind, ItemRow};
+
+/// A cached baseline: the results of the check on one tree (`None`: the output did not parse).
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Baseline {
+    results: Option<Results>,
+}
+
+impl Engine<'_> {
+    /// Reads a finished check's results: the configured results file, else the whole log.
+    pub(super) fn read_results(&self, worktree: &Path, log: &Path) -> Option<Results> {
+        let format = self.config.check.format;
+        if format == FormatChoice::ExitCode {
+            return None;
+        }
+        let bytes = match &self.config.check.results {
+            Some(file) => std::fs::read(worktree.join(file)).ok()?,
+            None => std::fs::read(log).ok()?,
+        };
+        format.parse(&bytes)
+    }
+
+    /// Removes a stale results file before a check run, so an old report is never read.
+    pub(super) fn clear_results_file(&self, worktree: &Path) {
+        if let Some(file) = &self.config.check.results {
+            let _ = std::fs::remove_file(worktree.join(file));
+        }
+    }
+
+    /// Where the baseline of `tree` under this item's check is cached.
+    fn baseline_path(&self, item: &ItemRow, tree: &str) -> PathBuf {
+        let mut key = Sha256::new();
+        key.update(tree.as_bytes());
+        key.update(b"\n");
+        key.update(self.check_command(item).as_bytes());
+        key.update(b"\n");
+        if let Some(file) = &self.config.check.results {
+            key.update(file.display().to_string().as_bytes());
+        }
+        let key: String = key
+            .finalize()
+            .iter()
+            .take(16)
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        self.ws.dir().join("baselines").join(format!("{key}.json"))
+    }
+
+    fn cached_baseline(&self, item: &ItemRow, tree: &str) -> Option<Option<Results>> {
+        let bytes = std::fs::read(self.baseline_path(item, tree)).ok()?;
+        serde_json::from_slice::<Baseline>(&bytes)
+            .ok()
+            .map(|b| b.results)
+    }
+
+    /// Caches `results` as the baseline of `tree` (atomically; best effort).
+    pub(super) fn cache_baseline(&self, item: &ItemRow, tree: &str, results: Option<&Results>) {
+        let path = self.baseline_path(item, tree);
+        let Some(dir) = path.parent() else { return };
+        let _ = std::fs::create_dir_all(dir);
+        let tmp = path.with_extension("tmp");
+        let body = serde_json::to_vec(&Baseline {
+            results: results.cloned(),
+        });
+        if let Ok(body) = body
+            && std::fs::write(&tmp, body).is_ok()
+        {
+            let _ = std::fs::rename(&tmp, &path);
+        }
+    }
+
+    /// Before the first session of an attempt (its worktree is still the base): make sure the
+    /// base's results are known, running the check once when no earlier check saw this tree.
+    pub(super) fn ensure_baseline(
+        &mut self,
+        item: &ItemRow,
+        att: &AttemptRow,
+    ) -> Result<(), EngineError> {
+        if self.config.check.format == FormatChoice::ExitCode || att.iteration > 0 {
+            return Ok(());
+        }
+        let tree = self.git.tree_of(&att.base)?;
+        if self.cached_baseline(item, &tree).is_some() {
+            return Ok(());
+        }
+        let worktree = PathBuf::from(&att.worktree);
+        let logs = self.ws.logs(&self.run_id());
+        std::fs::create_dir_all(&logs).map_err(io_err(&logs))?;
+        let log = logs.join(format!("{}-a{}.baseline-check.log", att.item, att.attempt));
+        self.clear_results_file(&worktree);
+        let run = crate::check::run(
+            &self.check_command(item),
+            worktree.clone(),
+            self.item_env(att, 0),
+            self.config.check.timeout,
+            log.clone(),
+        )?;
+        if run.end.outcome == crate::session::Outcome::Stopped {
+            return Ok(());
+        }
+        let results = self.read_results(&worktree, &log);
+        // The agent starts from the base's tree, not from what its check wrote: untracked
+        // litter and edits to tracked files go (ignored files, such as build caches, stay).
+        self.clear_results_file(&worktree);
+        self.git.at(&worktree).discard_changes()?;
+        self.cache_baseline(item, &tree, results.as_ref());
+        self.record(EventKind::BaselineChecked {
+            item: att.item.clone(),
+            attempt: att.attempt,
+            tree,
+            results: results.as_ref().map(CheckSummary::of),
+            log: log.display().to_string(),
+        })?;
+        Ok(())
+    }
+
+    /// The test files the attempt changed that exist at its base (modified or deleted): the
+    /// ones `protect_tests` puts back for the check.
+    pub(super) fn protected_paths(&self, att: &AttemptRow) -> Result<Vec<String>, EngineError> {
+        if !self.config.guards.protect_tests {
+            return Ok(Vec::new());
+        }
+        let tests = self.test_paths();
+        let wt = self.git.at(&att.worktree);
+        let mut paths = Vec::new();
+        for (path, _deleted) in wt.changed_paths(&att.base, "HEAD")? {
+            if tests.is_match(&path) && wt.file_at(&att.base, &path)?.is_some() {
+                paths.push(path);
+            }
+        }
+        Ok(paths)
+    }
+
+    fn test_paths(&self) -> PathSet {
+        // Validated when the config was read.
+        PathSet::new(self.config.guards.test_paths.iter().map(String::as_str))
+            .unwrap_or_else(|_| PathSet::empty())
+    }
+
+    /// The guards on a work check: blocked paths always; the oracle-integrity guards when the
+    /// check is green (a red check cannot count as success, and a runner that crashed halfway
+    /// reports a partial test set).
+    pub(super) fn evaluate_guards(
+        &self,
+        item: &ItemRow,
+        att: &AttemptRow,
+        results: Option<&Results>,
+        green: bool,
+    ) -> Result<Vec<Verdict>, EngineError> {
+        let wt = self.git.at(&att.worktree);
+        let changed: Vec<Change> = wt
+            .changed_paths(&att.base, "HEAD")?
+            .into_iter()
+            .map(|(path, deleted)| Change { path, deleted })
+            .collect();
+        let blocked = PathSet::new(
+            crate::config::ALWAYS_BLOCKED
+                .iter()
+                .copied()
+                .chain(self.config.guards.blocked_paths.iter().map(String::as_str)),
+        )
+        .unwrap_or_else(|_| PathSet::empty());
+        let mut verdicts = vec![guard::blocked_paths(&changed, &blocked)];
+        if !green {
+            return Ok(verdicts);
+        }
+        let tree = self.git.tree_of(&att.base)?;
+        let base = self.cached_baseline(item, &tree).flatten();
+        verdicts.push(guard::test_set(base.as_ref(), results));
+        verdicts.push(guard::skipped(base.as_ref(), results));
+        let tests = self.test_paths();
+        let mut files = Vec::new();
+        for change in &changed {
+            if guard::assertions::Language::of(&change.path).is_none() {
+                continue;
+            }
+            files.push(FileTexts {
+                path: change.path.clone(),
+                before: wt.file_at(&att.base, &change.path)?,
+                after: if change.deleted {
+                    None
+                } else {
+                    wt.file_at("HEAD", &change.path)?
+                },
+            });
+        }
+        verdicts.push(guard::assertions(&files, &tests));
+        Ok(verdicts)
+    }
+
+    /// On a red work check: the trajectory of this attempt's failing sets, and whether it says
+    /// to stop (no progress, oscillation, a fixed test failing again).
+    pub(super) fn no_convergence(
+        &self,
+        att: &AttemptRow,
+    ) -> Result<Option<(HaltReason, String)>, EngineError> {
+        let history = self.failing_history(att)?;
+        let k = self.config.check.no_progress_after as usize;
+        let progress = crate::check::results::assess(&history, k);
+        let sizes: Vec<String> = history.iter().map(|s| s.len().to_string()).collect();
+        let trajectory = sizes.join(" → ");
+        Ok(match progress {
+            Progress::Improving | Progress::Converged => None,
+            Progress::NoProgress => Some((
+                HaltReason::NoProgressDetected,
+                format!("no smaller failing set for {k} iterations (failing: {trajectory})"),
+            )),
+            Progress::Oscillation => Some((
+                HaltReason::OscillationDetected,
+                format!("the failing set returned to an earlier one (failing: {trajectory})"),
+            )),
+            Progress::SameTestRegressed { test } => Some((
+                HaltReason::SameTestRegressed,
+                format!("`{test}` was fixed and fails again (failing: {trajectory})"),
+            )),
+        })
+    }
+
+    /// The guard verdicts of this attempt's latest work check.
+    pub(super) fn last_guards(&self, att: &AttemptRow) -> Result<Vec<Verdict>, EngineError> {
+        let events = self.store.attempt_events(
+            &self.run_id(),
+            &att.item,
+            att.attempt,
+            Some("check_ended"),
+        )?;
+        Ok(events
+            .into_iter()
+            .rev()
+            .find_map(|e| match e.kind {
+                EventKind::CheckEnded {
+                    stage: CheckStage::Work,
+                    guards,
+                    ..
+                } => Some(guards),
+                _ => None,
+            })
+            .unwrap_or_default())
+    }
+
+    /// The failing sets of this attempt's work checks that parsed, oldest first.
+    fn failing_history(
+        &self,
+        att: &AttemptRow,
+    ) -> Result<Vec<crate::check::results::FailingSet>, EngineError> {
+        let events = self.store.attempt_events(
+            &self.run_id(),
+            &att.item,
+            att.attempt,
+            Some("check_ended"),
+        )?;
+        Ok(events
+            .into_iter()
+            .filter_map(|e| match e.kind {
+                EventKind::CheckEnded {
+                    stage: CheckStage::Work,
+                    results: Some(summary),
+                    ..
+                } => Some(summary.failing.into_iter().collect()),
+                _ => None,
+            })
+            .collect())
+    }
+}
+
+/// The first failing guard of a check, as the item's halt and the reason to park it with.
+pub(super) fn violation(guards: &[Verdict]) -> Option<(HaltReason, String)> {
+    guards
+        .iter()
+        .find(|g| g.state == GuardState::Fail)
+        .and_then(|g| {
+            g.halt()
+                .map(|h| (h, format!("{h}: {}: {}", g.guard, g.detail)))
+        })
+}

@@ -1,0 +1,228 @@
+//! Counting the assertion forms (and skip markers) of test code, so that a change that
+//! deletes assertions or skips tests can be seen without running anything.
+//!
+//! Covered languages, by file extension: Rust (`.rs`), Python (`.py`), JavaScript/TypeScript
+//! (`.js .jsx .ts .tsx .mjs .cjs`), Go (`.go`). Other files count nothing (and say so).
+//! Lines whose first non-blank characters start a comment (`//`, `#`, `/*`, `*`) are skipped;
+//! a form inside a string literal still counts (a documented, conservative imprecision: it can
+//! only make a weakened suite look stronger when the agent writes assertion text into strings,
+//! which the test-set guard still sees).
+
+/// A language whose assertion forms are counted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Language {
+    Rust,
+    Python,
+    JavaScript,
+    Go,
+}
+
+impl Language {
+    /// The language of `path`, by extension; `None` for uncovered files.
+    pub fn of(path: &str) -> Option<Language> {
+        let ext = path.rsplit_once('.').map(|(_, e)| e)?;
+        match ext {
+            "rs" => Some(Language::Rust),
+            "py" => Some(Language::Python),
+            "js" | "jsx" | "ts" | "tsx" | "mjs" | "cjs" => Some(Language::JavaScript),
+            "go" => Some(Language::Go),
+            _ => None,
+        }
+    }
+
+    /// The names used in messages.
+    pub fn name(self) -> &'static str {
+        match self {
+            Language::Rust => "Rust",
+            Language::Python => "Python",
+            Language::JavaScript => "JavaScript/TypeScript",
+            Language::Go => "Go",
+        }
+    }
+}
+
+/// Assertions and skip markers in one text.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Counts {
+    pub assertions: usize,
+    pub skips: usize,
+}
+
+/// Counts the forms of `language` in `text`.
+pub fn count(language: Language, text: &str) -> Counts {
+    let (asserts, skips): (&[&str], &[&str]) = match language {
+        Language::Rust => (
+            &[
+                "assert!(",
+                "assert_eq!(",
+                "assert_ne!(",
+                "assert_matches!(",
+                "debug_assert!(",
+                "debug_assert_eq!(",
+                "debug_assert_ne!(",
+                "prop_assert!(",
+                "prop_assert_eq!(",
+                "prop_assert_ne!(",
+                "#[should_panic",
+            ],
+            &["#[ignore"],
+        ),
+        Language::Python => (
+            &[
+                "assert ",
+                "assert(",
+                "self.assert",
+                "pytest.raises(",
+                "pytest.fail(",
+            ],
+            &[
+                "pytest.mark.skip",
+                "pytest.mark.xfail",
+                "pytest.skip(",
+                "unittest.skip",
+                "self.skipTest(",
+            ],
+        ),
+        Language::JavaScript => (
+            &[
+                "expect(",
+                "assert(",
+                "assert.",
+                "expect.assertions(",
+                ".should.",
+            ],
+            &[
+                "it.skip(",
+                "test.skip(",
+                "describe.skip(",
+                "xit(",
+                "xtest(",
+                "xdescribe(",
+                "it.todo(",
+                "test.todo(",
+            ],
+        ),
+        Language::Go => (
+            &[
+                "t.Error(",
+                "t.Errorf(",
+                "t.Fatal(",
+                "t.Fatalf(",
+                "t.Fail(",
+                "t.FailNow(",
+                "assert.",
+                "require.",
+                "b.Error(",
+                "b.Fatal(",
+            ],
+            &["t.Skip(", "t.Skipf(", "t.SkipNow("],
+        ),
+    };
+    let mut counts = Counts::default();
+    for line in text.lines() {
+        let code = line.trim_start();
+        if code.starts_with("//") || code.starts_with("/*") || code.starts_with('*') {
+            continue;
+        }
+        if language == Language::Python && code.starts_with('#') {
+            continue;
+        }
+        counts.assertions += occurrences(code, asserts, language);
+        counts.skips += occurrences(code, skips, language);
+    }
+    counts
+}
+
+/// Non-overlapping occurrences of any form, each at a word boundary on its left (so that
+/// `debug_assert!(` is not also an `assert!(`, nor `my_expect(` an `expect(`).
+fn occurrences(line: &str, forms: &[&str], language: Language) -> usize {
+    let bytes = line.as_bytes();
+    let mut n = 0;
+    let mut i = 0;
+    while i < bytes.len() {
+        let at_boundary = i == 0 || {
+            let prev = bytes[i - 1];
+            !(prev.is_ascii_alphanumeric() || prev == b'_')
+                || (language == Language::JavaScript
+                    && prev == b'.'
+                    && line[i..].starts_with("should."))
+        };
+        let found = at_boundary
+            .then(|| forms.iter().find(|f| line[i..].starts_with(**f)))
+            .flatten();
+        match found {
+            Some(form) => {
+                n += 1;
+                i += form.len();
+            }
+            None => i += 1,
+        }
+    }
+    n
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rust_forms_are_counted_once_each_and_comments_skipped() {
+        let text = r#"
+            #[test]
+            fn adds() {
+                assert_eq!(add(1, 2), 3);
+                assert!(add(0, 0) == 0);
+                debug_assert_ne!(1, 2);
+                // assert_eq!(commented, out);
+            }
+            #[test]
+            #[ignore]
+            fn later() { assert!(true) }
+        "#;
+        assert_eq!(
+            count(Language::Rust, text),
+            Counts {
+                assertions: 4,
+                skips: 1
+            }
+        );
+    }
+
+    #[test]
+    fn python_js_and_go_forms() {
+        let py = "def test_a():\n    assert f() == 1\n    self.assertEqual(a, b)\n    # assert gone\n@pytest.mark.skip\ndef test_b(): pass\n";
+        assert_eq!(
+            count(Language::Python, py),
+            Counts {
+                assertions: 2,
+                skips: 1
+            }
+        );
+        let js = "test('a', () => { expect(f()).toBe(1); assert.equal(a, b); });\nit.skip('b', () => {});\nmy_expect(1);\n";
+        assert_eq!(
+            count(Language::JavaScript, js),
+            Counts {
+                assertions: 2,
+                skips: 1
+            }
+        );
+        let go = "func TestA(t *testing.T) {\n\tif got != 1 { t.Errorf(\"got %d\", got) }\n\trequire.NoError(t, err)\n\tt.Skip(\"later\")\n}\n";
+        assert_eq!(
+            count(Language::Go, go),
+            Counts {
+                assertions: 2,
+                skips: 1
+            }
+        );
+    }
+
+    #[test]
+    fn languages_by_extension() {
+        assert_eq!(Language::of("src/lib.rs"), Some(Language::Rust));
+        assert_eq!(Language::of("t/test_x.py"), Some(Language::Python));
+        assert_eq!(Language::of("a.test.tsx"), Some(Language::JavaScript));
+        assert_eq!(Language::of("x_test.go"), Some(Language::Go));
+        assert_eq!(Language::of("check.sh"), None);
+        assert_eq!(Language::of("Makefile"), None);
+    }
+}

@@ -1,0 +1,274 @@
+//! Integrity rules evaluated before a green check can count (DESIGN.md §3 `guard`, §7).
+//!
+//! A guard looks at what an attempt changed (base → candidate) and at the check's parsed
+//! results against the base's, and says pass, fail or not run (with why). A failing guard ends
+//! the item: `blocked_path_modified` or `metric_integrity_violation` (exit class 13); the
+//! attempt is preserved and nothing reaches the target. This room is pure: facts in, verdicts
+//! out; the engine gathers the facts and acts on the verdicts.
+//!
+//! | guard | fails when | halt |
+//! |---|---|---|
+//! | `blocked_paths` | a changed path matches `[guards] blocked_paths`, `.nightshift/**` or `nightshift.toml` | `blocked_path_modified` |
+//! | `test_set` | a test collected at the base is not collected at the candidate | `metric_integrity_violation` |
+//! | `skipped` | more tests are skipped than at the base | `metric_integrity_violation` |
+//! | `assertions` | the changed test files hold fewer assertion forms, or more skip markers, than at the base | `metric_integrity_violation` |
+//!
+//! `test_set` and `skipped` need results parsed from both the base's check and the
+//! candidate's; where either did not parse they are `not_run`, and say so.
+
+pub mod assertions;
+pub mod paths;
+
+use std::collections::BTreeSet;
+
+use serde::{Deserialize, Serialize};
+
+use crate::check::results::Results;
+use crate::halt::HaltReason;
+use assertions::{Counts, Language};
+use paths::PathSet;
+
+/// A guard's name, stable in the journal and in receipts.
+pub const BLOCKED_PATHS: &str = "blocked_paths";
+pub const TEST_SET: &str = "test_set";
+pub const SKIPPED: &str = "skipped";
+pub const ASSERTIONS: &str = "assertions";
+
+/// What one guard found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GuardState {
+    Pass,
+    Fail,
+    /// The guard could not judge (no parsed results); the detail says why.
+    NotRun,
+}
+
+/// One guard's verdict.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Verdict {
+    pub guard: String,
+    pub state: GuardState,
+    pub detail: String,
+}
+
+impl Verdict {
+    fn new(guard: &str, state: GuardState, detail: impl Into<String>) -> Verdict {
+        Verdict {
+            guard: guard.to_owned(),
+            state,
+            detail: detail.into(),
+        }
+    }
+
+    /// The halt reason a failure of this guard ends the item with.
+    pub fn halt(&self) -> Option<HaltReason> {
+        (self.state == GuardState::Fail).then(|| {
+            if self.guard == BLOCKED_PATHS {
+                HaltReason::BlockedPathModified
+            } else {
+                HaltReason::MetricIntegrityViolation
+            }
+        })
+    }
+}
+
+/// One path the attempt changed (renames are a deletion and an addition).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Change {
+    pub path: String,
+    pub deleted: bool,
+}
+
+/// `blocked_paths`: no changed path matches the blocked set.
+pub fn blocked_paths(changed: &[Change], blocked: &PathSet) -> Verdict {
+    let hits: Vec<String> = changed
+        .iter()
+        .filter_map(|c| {
+            blocked
+                .matching(&c.path)
+                .map(|p| format!("{} (matches `{p}`)", c.path))
+        })
+        .collect();
+    if hits.is_empty() {
+        Verdict::new(BLOCKED_PATHS, GuardState::Pass, "no blocked path changed")
+    } else {
+        Verdict::new(
+            BLOCKED_PATHS,
+            GuardState::Fail,
+            format!("changed blocked paths: {}", list(&hits)),
+        )
+    }
+}
+
+/// `test_set`: every test collected at the base is still collected.
+pub fn test_set(base: Option<&Results>, now: Option<&Results>) -> Verdict {
+    let (Some(base), Some(now)) = (base, now) else {
+        return Verdict::new(TEST_SET, GuardState::NotRun, not_parsed(base, now));
+    };
+    let before = base.collected();
+    let after = now.collected();
+    let lost: Vec<String> = before.difference(&after).cloned().collect();
+    if lost.is_empty() {
+        Verdict::new(
+            TEST_SET,
+            GuardState::Pass,
+            format!(
+                "{} tests at the base, {} now, none lost",
+                before.len(),
+                after.len()
+            ),
+        )
+    } else {
+        Verdict::new(
+            TEST_SET,
+            GuardState::Fail,
+            format!(
+                "{} of {} tests collected at the base are gone: {}",
+                lost.len(),
+                before.len(),
+                list(&lost)
+            ),
+        )
+    }
+}
+
+/// `skipped`: no more tests skipped than at the base.
+pub fn skipped(base: Option<&Results>, now: Option<&Results>) -> Verdict {
+    let (Some(base), Some(now)) = (base, now) else {
+        return Verdict::new(SKIPPED, GuardState::NotRun, not_parsed(base, now));
+    };
+    let (before, after) = (base.skipped_count(), now.skipped_count());
+    if after <= before {
+        Verdict::new(
+            SKIPPED,
+            GuardState::Pass,
+            format!("{after} skipped (base: {before})"),
+        )
+    } else {
+        let newly: BTreeSet<&str> =
+            now.tests
+                .iter()
+                .filter(|t| t.state == crate::check::results::TestState::Skipped)
+                .map(|t| t.id.as_str())
+                .filter(|id| {
+                    !base.tests.iter().any(|b| {
+                        b.id == *id && b.state == crate::check::results::TestState::Skipped
+                    })
+                })
+                .collect();
+        let newly: Vec<String> = newly.into_iter().map(str::to_owned).collect();
+        Verdict::new(
+            SKIPPED,
+            GuardState::Fail,
+            format!(
+                "{after} tests skipped, {before} at the base; newly skipped: {}",
+                list(&newly)
+            ),
+        )
+    }
+}
+
+/// The text of one changed file before and after (`None`: absent, or not text).
+pub struct FileTexts {
+    pub path: String,
+    pub before: Option<String>,
+    pub after: Option<String>,
+}
+
+/// `assertions`: the changed test files, together, hold no fewer assertion forms and no more
+/// skip markers than at the base. A test file is one matching `test_paths`, or a Rust file
+/// that holds `#[test]` at the base (inline unit tests). Deleting a test file counts its
+/// assertions as removed.
+pub fn assertions(files: &[FileTexts], test_paths: &PathSet) -> Verdict {
+    let mut before = Counts::default();
+    let mut after = Counts::default();
+    let mut counted = Vec::new();
+    let mut languages = BTreeSet::new();
+    for file in files {
+        let Some(language) = Language::of(&file.path) else {
+            continue;
+        };
+        let inline_rust = language == Language::Rust
+            && file
+                .before
+                .as_deref()
+                .is_some_and(|t| t.contains("#[test]"));
+        if !test_paths.is_match(&file.path) && !inline_rust {
+            continue;
+        }
+        let b = file
+            .before
+            .as_deref()
+            .map(|t| assertions::count(language, t))
+            .unwrap_or_default();
+        let a = file
+            .after
+            .as_deref()
+            .map(|t| assertions::count(language, t))
+            .unwrap_or_default();
+        before.assertions += b.assertions;
+        before.skips += b.skips;
+        after.assertions += a.assertions;
+        after.skips += a.skips;
+        languages.insert(language.name());
+        if b != a {
+            counted.push(format!(
+                "{}: {}→{} assertions, {}→{} skips",
+                file.path, b.assertions, a.assertions, b.skips, a.skips
+            ));
+        }
+    }
+    if languages.is_empty() {
+        return Verdict::new(
+            ASSERTIONS,
+            GuardState::Pass,
+            "no changed test file in a covered language (Rust, Python, JavaScript/TypeScript, Go)",
+        );
+    }
+    let detail = format!(
+        "changed test files ({}): {} → {} assertions, {} → {} skip markers{}",
+        languages.into_iter().collect::<Vec<_>>().join(", "),
+        before.assertions,
+        after.assertions,
+        before.skips,
+        after.skips,
+        if counted.is_empty() {
+            String::new()
+        } else {
+            format!("; {}", counted.join("; "))
+        }
+    );
+    if after.assertions < before.assertions || after.skips > before.skips {
+        Verdict::new(ASSERTIONS, GuardState::Fail, detail)
+    } else {
+        Verdict::new(ASSERTIONS, GuardState::Pass, detail)
+    }
+}
+
+fn not_parsed(base: Option<&Results>, now: Option<&Results>) -> String {
+    match (base.is_some(), now.is_some()) {
+        (false, false) => "neither the base's check output nor this one parsed as test results",
+        (false, true) => "the base's check output did not parse as test results",
+        _ => "this check's output did not parse as test results",
+    }
+    .to_owned()
+}
+
+/// At most ten entries, then a count.
+fn list(items: &[String]) -> String {
+    const SHOWN: usize = 10;
+    let mut text = items
+        .iter()
+        .take(SHOWN)
+        .cloned()
+        .collect::<Vec<_>>()
+        .join(", ");
+    if items.len() > SHOWN {
+        text.push_str(&format!(" and {} more", items.len() - SHOWN));
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests;
