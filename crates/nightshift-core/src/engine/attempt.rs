@@ -105,7 +105,7 @@ impl Engine<'_> {
                 self.park_halting(att, reason, halt)
             }
             "red" if att.conflict_repairs == 0
-                && let Some((halt, why)) = self.no_convergence(att)? =>
+                && let Some((halt, why)) = self.no_convergence(item, att)? =>
             {
                 self.fail_halting(att, format!("{halt}: {why}"), halt)
             }

@@ -352,9 +352,11 @@ impl Engine<'_> {
                 self.start_attempt(item)?;
                 continue;
             }
+            // An item halted by a guard is not retried: the agent weakened the oracle or
+            // touched what it must not, and another pass would only invite it again.
             let parked: Vec<String> = items
                 .iter()
-                .filter(|i| i.state == "parked")
+                .filter(|i| i.state == "parked" && !halted_by_integrity(i))
                 .map(|i| i.id.clone())
                 .collect();
             let pass = self.run()?.pass;
@@ -387,6 +389,15 @@ impl Engine<'_> {
             return Ok(halt);
         }
     }
+}
+
+/// Whether an item was parked on an integrity halt (its reason starts with the halt's name).
+fn halted_by_integrity(item: &ItemRow) -> bool {
+    item.reason
+        .as_deref()
+        .and_then(|r| r.split(':').next())
+        .and_then(HaltReason::from_name)
+        .is_some_and(|h| h.class() == crate::halt::ExitClass::Integrity)
 }
 
 impl Engine<'_> {

@@ -204,9 +204,10 @@ impl Engine<'_> {
     /// to stop (no progress, oscillation, a fixed test failing again).
     pub(super) fn no_convergence(
         &self,
+        item: &ItemRow,
         att: &AttemptRow,
     ) -> Result<Option<(HaltReason, String)>, EngineError> {
-        let history = self.failing_history(att)?;
+        let history = self.failing_history(item, att)?;
         let k = self.config.check.no_progress_after as usize;
         let progress = crate::check::results::assess(&history, k);
         let sizes: Vec<String> = history.iter().map(|s| s.len().to_string()).collect();
@@ -250,28 +251,34 @@ impl Engine<'_> {
             .unwrap_or_default())
     }
 
-    /// The failing sets of this attempt's work checks that parsed, oldest first.
+    /// The failing sets the attempt went through, oldest first: the base's (where its output
+    /// parsed), then each work check's that parsed. The base is where a "fixed" test was
+    /// failing before the agent touched it.
     fn failing_history(
         &self,
+        item: &ItemRow,
         att: &AttemptRow,
     ) -> Result<Vec<crate::check::results::FailingSet>, EngineError> {
+        let tree = self.git.tree_of(&att.base)?;
+        let base = self
+            .cached_baseline(item, &tree)
+            .flatten()
+            .map(|r| r.failing_stable());
         let events = self.store.attempt_events(
             &self.run_id(),
             &att.item,
             att.attempt,
             Some("check_ended"),
         )?;
-        Ok(events
-            .into_iter()
-            .filter_map(|e| match e.kind {
-                EventKind::CheckEnded {
-                    stage: CheckStage::Work,
-                    results: Some(summary),
-                    ..
-                } => Some(summary.failing.into_iter().collect()),
-                _ => None,
-            })
-            .collect())
+        let checks = events.into_iter().filter_map(|e| match e.kind {
+            EventKind::CheckEnded {
+                stage: CheckStage::Work,
+                results: Some(summary),
+                ..
+            } => Some(summary.failing.into_iter().collect()),
+            _ => None,
+        });
+        Ok(base.into_iter().chain(checks).collect())
     }
 }
 

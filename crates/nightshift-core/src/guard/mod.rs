@@ -106,8 +106,8 @@ pub fn test_set(base: Option<&Results>, now: Option<&Results>) -> Verdict {
     let (Some(base), Some(now)) = (base, now) else {
         return Verdict::new(TEST_SET, GuardState::NotRun, not_parsed(base, now));
     };
-    let before = base.collected();
-    let after = now.collected();
+    let before = base.collected_stable();
+    let after = now.collected_stable();
     let lost: Vec<String> = before.difference(&after).cloned().collect();
     if lost.is_empty() {
         Verdict::new(
@@ -146,18 +146,15 @@ pub fn skipped(base: Option<&Results>, now: Option<&Results>) -> Verdict {
             format!("{after} skipped (base: {before})"),
         )
     } else {
-        let newly: BTreeSet<&str> =
-            now.tests
+        let skipped_in = |r: &Results| -> BTreeSet<String> {
+            r.tests
                 .iter()
                 .filter(|t| t.state == crate::check::results::TestState::Skipped)
-                .map(|t| t.id.as_str())
-                .filter(|id| {
-                    !base.tests.iter().any(|b| {
-                        b.id == *id && b.state == crate::check::results::TestState::Skipped
-                    })
-                })
-                .collect();
-        let newly: Vec<String> = newly.into_iter().map(str::to_owned).collect();
+                .map(|t| r.stable_id(&t.id).to_owned())
+                .collect()
+        };
+        let (was, is) = (skipped_in(base), skipped_in(now));
+        let newly: Vec<String> = is.difference(&was).cloned().collect();
         Verdict::new(
             SKIPPED,
             GuardState::Fail,

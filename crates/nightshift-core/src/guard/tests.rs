@@ -69,6 +69,21 @@ fn a_test_that_disappears_fails_the_test_set_even_when_green() {
 }
 
 #[test]
+fn tap_tests_are_known_by_description_so_an_added_test_loses_nothing() {
+    let base = results(&[("1 adds", Passed), ("2 subtracts", Failed)]);
+    let now = results(&[
+        ("1 multiplies", Passed),
+        ("2 adds", Passed),
+        ("3 subtracts", Passed),
+    ]);
+    assert_eq!(test_set(Some(&base), Some(&now)).state, GuardState::Pass);
+    let fewer = results(&[("1 adds", Passed)]);
+    let v = test_set(Some(&base), Some(&fewer));
+    assert_eq!(v.state, GuardState::Fail);
+    assert!(v.detail.ends_with("subtracts"), "{}", v.detail);
+}
+
+#[test]
 fn more_skips_than_the_base_fail() {
     let base = results(&[("a", Passed), ("b", Skipped)]);
     let same = results(&[("a", Passed), ("b", Skipped)]);

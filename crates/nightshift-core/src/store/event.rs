@@ -57,7 +57,7 @@ impl CheckSummary {
             format: results.format.as_str().to_owned(),
             tests: results.tests.len(),
             skipped: results.skipped_count(),
-            failing: results.failing_set().into_set().into_iter().collect(),
+            failing: results.failing_stable().into_set().into_iter().collect(),
         }
     }
 }

@@ -130,6 +130,44 @@ impl Results {
         self.tests.iter().map(|t| t.id.clone()).collect()
     }
 
+    /// An id as it is compared across runs whose test lists differ: a TAP test's number is
+    /// its position, which shifts when a test is added before it, so a described TAP test is
+    /// known by its description alone (`3 adds` → `adds`; a bare `3` stays `3`). Other
+    /// formats' ids are already stable.
+    pub fn stable_id<'a>(&self, id: &'a str) -> &'a str {
+        if self.format != Format::Tap {
+            return id;
+        }
+        // Subtests (`1 parent > 2 child`) and `prove` prefixes keep their full id.
+        match id.split_once(' ') {
+            Some((number, rest))
+                if !rest.is_empty()
+                    && !rest.contains(" > ")
+                    && number.bytes().all(|b| b.is_ascii_digit()) =>
+            {
+                rest
+            }
+            _ => id,
+        }
+    }
+
+    /// [`Results::collected`] by [`Results::stable_id`].
+    pub fn collected_stable(&self) -> BTreeSet<String> {
+        self.tests
+            .iter()
+            .map(|t| self.stable_id(&t.id).to_owned())
+            .collect()
+    }
+
+    /// [`Results::failing_set`] by [`Results::stable_id`].
+    pub fn failing_stable(&self) -> FailingSet {
+        self.tests
+            .iter()
+            .filter(|t| t.state == TestState::Failed)
+            .map(|t| self.stable_id(&t.id).to_owned())
+            .collect()
+    }
+
     /// Builds results from raw reports, merging repeated ids per `merge`.
     fn from_reports(format: Format, mut reports: Vec<TestResult>, merge: Merge) -> Results {
         // A stable sort keeps repeated ids in report order, so "last" means last reported.
