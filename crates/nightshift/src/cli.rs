@@ -30,6 +30,9 @@ pub enum Command {
     Clean(CleanArgs),
     /// Stop the running run at a safe point, its work preserved; `nightshift run` resumes it.
     Stop(StopArgs),
+    /// Work one item until the check passes: an agent (or any command) in a loop, under the
+    /// same guards, budgets and commits as a plan item. No nightshift.toml needed.
+    Loop(LoopArgs),
 }
 
 /// Where to find the repository.
@@ -121,4 +124,42 @@ pub struct StopArgs {
     /// Let the step in flight (a session, a check) finish first.
     #[arg(long)]
     pub graceful: bool,
+}
+
+/// The agent CLIs `loop --agent` drives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum LoopAgent {
+    Claude,
+    Codex,
+    Gemini,
+    Aider,
+}
+
+#[derive(Debug, Args)]
+#[command(group = clap::ArgGroup::new("worker").required(true).args(["agent", "exec"]))]
+pub struct LoopArgs {
+    #[command(flatten)]
+    pub repo: RepoArgs,
+    /// The agent CLI to run (its usual binary on PATH).
+    #[arg(long, value_enum)]
+    pub agent: Option<LoopAgent>,
+    /// Any command line (run with `sh -c` in the loop's worktree, like a `command` agent: the
+    /// prompt is in $NIGHTSHIFT_PROMPT_FILE, the check's output in $NIGHTSHIFT_FEEDBACK_FILE).
+    #[arg(long, value_name = "CMD")]
+    pub exec: Option<String>,
+    /// The check: a shell command line; exit 0 is the fixpoint.
+    #[arg(long, value_name = "CMD")]
+    pub check: String,
+    /// Sessions before the loop halts with `max_iterations_reached` (exit 12).
+    #[arg(long, value_name = "N", default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_iterations: u32,
+    /// What to ask of the agent. Default: make the check pass without weakening the tests.
+    #[arg(long, value_name = "TEXT")]
+    pub prompt: Option<String>,
+    /// The model to ask the agent CLI for.
+    #[arg(long, value_name = "MODEL", requires = "agent")]
+    pub model: Option<String>,
+    /// Print one JSON object per journal event instead of progress lines.
+    #[arg(long)]
+    pub json: bool,
 }

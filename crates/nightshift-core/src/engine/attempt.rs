@@ -20,6 +20,8 @@ use crate::store::{AttemptRow, CheckStage, EventKind, ItemRow, Spend};
 const RESET_MARGIN_SECS: i64 = 2;
 /// Repair iterations an attempt gets for a conflict with the target's tip.
 const MAX_CONFLICT_REPAIRS: u32 = 1;
+/// Why an attempt whose check is green on the unchanged base ends.
+pub(super) const NO_CHANGES: &str = "the agent made no changes";
 /// Bytes of agent output kept in memory (the whole output is in the log).
 const AGENT_TAIL: usize = 4096;
 
@@ -104,6 +106,30 @@ impl Engine<'_> {
                 );
                 self.park_halting(att, reason, halt)
             }
+            // The oracle contradicted itself: no verdict of it can be trusted, so the run halts
+            // (the item is not to blame and goes round again in the next run).
+            "untrusted" => {
+                let why = self
+                    .last_untrusted(att)?
+                    .unwrap_or_else(|| "the check contradicted itself".into());
+                notify::raise(
+                    &self.ws,
+                    self.clock.as_ref(),
+                    &notify::Alert {
+                        kind: notify::AlertKind::Integrity,
+                        summary: format!("check_not_deterministic: {why}"),
+                        detail: None,
+                        run_id: Some(self.run_id()),
+                        item: Some(att.item.clone()),
+                    },
+                );
+                self.halt_requested = Some(HaltReason::CheckNotDeterministic);
+                self.fail_halting(
+                    att,
+                    format!("check_not_deterministic: {why}"),
+                    HaltReason::CheckNotDeterministic,
+                )
+            }
             "red" if att.conflict_repairs == 0
                 && let Some((halt, why)) = self.no_convergence(item, att)? =>
             {
@@ -128,7 +154,7 @@ impl Engine<'_> {
                 ),
             ),
             "green" if att.candidate.as_deref() == Some(att.base.as_str()) => {
-                self.fail(att, "the agent made no changes".into())
+                self.fail(att, NO_CHANGES.into())
             }
             "green" => self.prepare_merge(item, att),
             "conflict" => self.start_conflict_repair(item, att),
@@ -568,17 +594,25 @@ impl Engine<'_> {
         let results = self.read_results(&worktree, &log);
         let guards = match stage {
             CheckStage::Work => self.evaluate_guards(item, att, results.as_ref(), result.green)?,
-            CheckStage::Merged => {
-                if result.green {
-                    // The merged tree becomes the next base: its results are that baseline.
-                    let tree = self
-                        .git
-                        .tree_of(att.merged.as_deref().unwrap_or_default())?;
-                    self.cache_baseline(item, &tree, results.as_ref());
-                }
-                Vec::new()
-            }
+            CheckStage::Merged => Vec::new(),
         };
+        // The tree this verdict is about (not with `protect_tests` swapping files in): a
+        // second verdict on a tree must repeat the first, and a merged tree that lands is the
+        // next attempt's base, whose results the guards then compare against.
+        let tree = match stage {
+            CheckStage::Work if protected.is_empty() => Some(wt.tree_of("HEAD")?),
+            CheckStage::Work => None,
+            CheckStage::Merged => Some(
+                self.git
+                    .tree_of(att.merged.as_deref().unwrap_or_default())?,
+            ),
+        };
+        let untrusted = tree
+            .as_deref()
+            .and_then(|t| self.contradicts_earlier(item, t, result.green, results.as_ref()));
+        if let Some(tree) = &tree {
+            self.cache_baseline(item, tree, result.green, results.as_ref());
+        }
         self.record(EventKind::CheckEnded {
             item: att.item.clone(),
             attempt: att.attempt,
@@ -592,6 +626,7 @@ impl Engine<'_> {
             duration_ms: result.end.duration.as_millis() as u64,
             results: results.as_ref().map(crate::store::CheckSummary::of),
             guards,
+            untrusted,
         })?;
         session::sweep(
             &worktree,

@@ -33,6 +33,9 @@ pub struct RunOptions {
     /// Start a new run even if one is unfinished (its open attempts are preserved and closed).
     pub fresh: bool,
     pub clock: Arc<dyn Clock>,
+    /// The one-item fixpoint (`nightshift loop`): no parked pass, and the halt says why the
+    /// item ended (`success_condition_met`, `max_iterations_reached`, a guard, no progress…).
+    pub loop_mode: bool,
 }
 
 /// How a run ended.
@@ -118,6 +121,7 @@ pub fn run(opts: RunOptions, observe: &mut dyn FnMut(&Event)) -> Result<RunSumma
         started_boot: opts_started_boot,
         common_dir,
         last_alert: None,
+        loop_mode: opts.loop_mode,
     };
     // Before anything looks at a worktree: nothing a killed engine left running may still be
     // writing in one, and no lock a killed git left may block it.
@@ -155,6 +159,8 @@ struct Engine<'o> {
     common_dir: std::path::PathBuf,
     /// The last repeating alert written, so a wait that retries does not repeat it.
     last_alert: Option<String>,
+    /// `nightshift loop`: see [`RunOptions::loop_mode`].
+    loop_mode: bool,
 }
 
 /// Journaling from inside a running session (borrows the engine's parts, not the engine).
@@ -361,7 +367,7 @@ impl Engine<'_> {
                 .collect();
             let pass = self.run()?.pass;
             let shipped_this_pass = items.iter().any(|i| i.shipped_pass == Some(pass));
-            if !parked.is_empty() && (pass == 1 || shipped_this_pass) {
+            if !self.loop_mode && !parked.is_empty() && (pass == 1 || shipped_this_pass) {
                 self.record(EventKind::PassStarted {
                     pass: pass + 1,
                     requeued: parked,
@@ -373,7 +379,9 @@ impl Engine<'_> {
                 continue;
             }
             let items = self.store.items(&run_id)?;
-            let halt = if items.iter().all(|i| i.state == "shipped") {
+            let halt = if self.loop_mode {
+                self.loop_halt(&items)?
+            } else if items.iter().all(|i| i.state == "shipped") {
                 if items.is_empty() {
                     HaltReason::NoActionableItems
                 } else {
@@ -388,6 +396,48 @@ impl Engine<'_> {
             })?;
             return Ok(halt);
         }
+    }
+}
+
+impl Engine<'_> {
+    /// Why a one-item loop ended, from how its item ended.
+    fn loop_halt(&self, items: &[ItemRow]) -> Result<HaltReason, EngineError> {
+        let Some(item) = items.first() else {
+            return Ok(HaltReason::NoActionableItems);
+        };
+        if item.state == "shipped" {
+            return Ok(HaltReason::SuccessConditionMet);
+        }
+        let run_id = self.run_id();
+        let attempt = item.current_attempt.unwrap_or(0);
+        let mut green = false;
+        for event in self
+            .store
+            .attempt_events(&run_id, &item.id, attempt, None)?
+        {
+            match event.kind {
+                EventKind::CheckEnded {
+                    stage: crate::store::CheckStage::Work,
+                    green: g,
+                    ..
+                } => green = g,
+                EventKind::AttemptFailed {
+                    halt: Some(halt), ..
+                } => return Ok(halt),
+                _ => {}
+            }
+        }
+        let reason = item.reason.as_deref().unwrap_or_default();
+        Ok(if green && reason == attempt::NO_CHANGES {
+            // The check was already green: the fixpoint holds, there was nothing to do.
+            HaltReason::SuccessConditionMet
+        } else if reason.starts_with("the item's budget is spent") {
+            HaltReason::BudgetExceeded
+        } else if reason.starts_with("check still red after") {
+            HaltReason::MaxIterationsReached
+        } else {
+            HaltReason::ExecutionFailure
+        })
     }
 }
 

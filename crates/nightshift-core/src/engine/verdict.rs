@@ -12,9 +12,14 @@ use crate::guard::{self, Change, FileTexts, GuardState, Verdict, paths::PathSet}
 use crate::halt::HaltReason;
 use crate::store::{AttemptRow, CheckStage, CheckSummary, EventKind, ItemRow};
 
-/// A cached baseline: the results of the check on one tree (`None`: the output did not parse).
+/// What the check said the first time it judged one tree: the baseline guards compare with,
+/// and the verdict a later check of the same tree must repeat.
 #[derive(serde::Serialize, serde::Deserialize)]
 struct Baseline {
+    /// `None` in caches written before verdicts were kept.
+    #[serde(default)]
+    green: Option<bool>,
+    /// `None`: the output did not parse.
     results: Option<Results>,
 }
 
@@ -58,20 +63,33 @@ impl Engine<'_> {
         self.ws.dir().join("baselines").join(format!("{key}.json"))
     }
 
-    fn cached_baseline(&self, item: &ItemRow, tree: &str) -> Option<Option<Results>> {
+    fn cached(&self, item: &ItemRow, tree: &str) -> Option<Baseline> {
         let bytes = std::fs::read(self.baseline_path(item, tree)).ok()?;
-        serde_json::from_slice::<Baseline>(&bytes)
-            .ok()
-            .map(|b| b.results)
+        serde_json::from_slice::<Baseline>(&bytes).ok()
     }
 
-    /// Caches `results` as the baseline of `tree` (atomically; best effort).
-    pub(super) fn cache_baseline(&self, item: &ItemRow, tree: &str, results: Option<&Results>) {
+    fn cached_baseline(&self, item: &ItemRow, tree: &str) -> Option<Option<Results>> {
+        self.cached(item, tree).map(|b| b.results)
+    }
+
+    /// Remembers the first verdict on `tree` (atomically; best effort; a later check of the
+    /// same tree is compared with it, never written over it).
+    pub(super) fn cache_baseline(
+        &self,
+        item: &ItemRow,
+        tree: &str,
+        green: bool,
+        results: Option<&Results>,
+    ) {
         let path = self.baseline_path(item, tree);
+        if path.exists() {
+            return;
+        }
         let Some(dir) = path.parent() else { return };
         let _ = std::fs::create_dir_all(dir);
         let tmp = path.with_extension("tmp");
         let body = serde_json::to_vec(&Baseline {
+            green: Some(green),
             results: results.cloned(),
         });
         if let Ok(body) = body
@@ -115,7 +133,7 @@ impl Engine<'_> {
         // litter and edits to tracked files go (ignored files, such as build caches, stay).
         self.clear_results_file(&worktree);
         self.git.at(&worktree).discard_changes()?;
-        self.cache_baseline(item, &tree, results.as_ref());
+        self.cache_baseline(item, &tree, run.green, results.as_ref());
         self.record(EventKind::BaselineChecked {
             item: att.item.clone(),
             attempt: att.attempt,
@@ -124,6 +142,40 @@ impl Engine<'_> {
             log: log.display().to_string(),
         })?;
         Ok(())
+    }
+
+    /// Whether this check of `tree` contradicts an earlier one of the same tree (another
+    /// verdict, or another failing set): proof that the oracle is not deterministic.
+    pub(super) fn contradicts_earlier(
+        &self,
+        item: &ItemRow,
+        tree: &str,
+        green: bool,
+        results: Option<&Results>,
+    ) -> Option<String> {
+        let earlier = self.cached(item, tree)?;
+        let short = super::attempt::short(tree);
+        if let Some(was) = earlier.green
+            && was != green
+        {
+            let say = |g: bool| if g { "green" } else { "red" };
+            return Some(format!(
+                "the check said {} and then {} on the same tree {short}",
+                say(was),
+                say(green)
+            ));
+        }
+        if let (Some(was), Some(now)) = (&earlier.results, results) {
+            let (was, now) = (was.failing_stable(), now.failing_stable());
+            if was != now {
+                return Some(format!(
+                    "the check failed {} tests and then {} other ones on the same tree {short}",
+                    was.len(),
+                    now.len()
+                ));
+            }
+        }
+        None
     }
 
     /// The test files the attempt changed that exist at its base (modified or deleted): the
@@ -249,6 +301,20 @@ impl Engine<'_> {
                 _ => None,
             })
             .unwrap_or_default())
+    }
+
+    /// Why this attempt's latest check was untrusted.
+    pub(super) fn last_untrusted(&self, att: &AttemptRow) -> Result<Option<String>, EngineError> {
+        let events = self.store.attempt_events(
+            &self.run_id(),
+            &att.item,
+            att.attempt,
+            Some("check_ended"),
+        )?;
+        Ok(events.into_iter().rev().find_map(|e| match e.kind {
+            EventKind::CheckEnded { untrusted, .. } => untrusted,
+            _ => None,
+        }))
     }
 
     /// The failing sets the attempt went through, oldest first: the base's (where its output

@@ -192,6 +192,10 @@ pub enum EventKind {
         /// The guards evaluated on this check (work stage); a failure here ends the item.
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         guards: Vec<crate::guard::Verdict>,
+        /// Set when this check contradicts an earlier check of the same tree: the oracle is not
+        /// deterministic, and the run halts `check_not_deterministic`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        untrusted: Option<String>,
     },
     /// The check ran on the attempt's base to learn the tests guards compare against.
     BaselineChecked {

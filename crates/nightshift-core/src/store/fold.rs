@@ -167,12 +167,15 @@ pub fn apply(
             green,
             log,
             guards,
+            untrusted,
             ..
         } => {
             let violated = guards
                 .iter()
                 .any(|g| g.state == crate::guard::GuardState::Fail);
             let phase = match (stage, green) {
+                // An oracle that contradicts itself judges nothing.
+                _ if untrusted.is_some() => "untrusted",
                 // A guard dominates the verdict: nothing violated ever counts as green.
                 (CheckStage::Work, _) if violated => "violated",
                 (CheckStage::Work, true) => "green",

@@ -38,6 +38,7 @@ pub fn run(args: &RunArgs) -> CommandResult {
             plan,
             fresh: args.fresh,
             clock: Arc::new(SystemClock),
+            loop_mode: false,
         },
         &mut observe,
     )?;

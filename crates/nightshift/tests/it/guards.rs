@@ -5,7 +5,7 @@ use crate::harness::*;
 
 /// A test runner in Python that prints TAP (no pytest needed): every `test_*` function of
 /// `tests/test_*.py`, in order.
-const RUNNER: &str = r##"import glob, importlib.util, sys
+pub const RUNNER: &str = r##"import glob, importlib.util, sys
 tests = []
 for path in sorted(glob.glob("tests/test_*.py")):
     spec = importlib.util.spec_from_file_location(path[:-3].replace("/", "."), path)
@@ -27,7 +27,7 @@ sys.exit(1 if failed else 0)
 "##;
 
 /// `calc.add` is wrong, two tests say so, one test passes.
-fn python_project() -> Vec<(&'static str, &'static str)> {
+pub fn python_project() -> Vec<(&'static str, &'static str)> {
     vec![
         ("run_tests.py", RUNNER),
         (
@@ -56,11 +56,11 @@ fn python_config(repo: &Repo, items: &[&str], max_iterations: u32, extra: &str) 
 }
 
 /// The honest fix.
-const FIXES_ADD: &str = "replace calc.py \"return a - b\" \"return a + b\"\n";
+pub const FIXES_ADD: &str = "replace calc.py \"return a - b\" \"return a + b\"\n";
 
 /// Seed 002's 2:40 a.m.: the agent cannot fix `add`, so it deletes the test that catches it
 /// and the assertion that fails; the runner goes green.
-const WEAKENS_TESTS: &str = "write tests/test_calc.py <<END
+pub const WEAKENS_TESTS: &str = "write tests/test_calc.py <<END
 import os, sys
 sys.path.insert(0, os.getcwd())
 from calc import add, mul
@@ -76,7 +76,7 @@ END
 ";
 
 /// The journal events of `kind` about `item`.
-fn events(repo: &Repo, kind: &str, item: &str) -> Vec<serde_json::Value> {
+pub fn events(repo: &Repo, kind: &str, item: &str) -> Vec<serde_json::Value> {
     let out = repo.run(&["log", "--json"]);
     String::from_utf8_lossy(&out.stdout)
         .lines()
@@ -291,6 +291,43 @@ fn a_fixed_test_failing_again_ends_the_attempt_early_as_same_test_regressed() {
             .contains("`tests/test_files.py::test_a` was fixed and fails again"),
         "{}",
         failed[0]
+    );
+    repo.assert_clean_end();
+}
+
+#[test]
+fn a_check_that_contradicts_itself_on_one_tree_halts_the_run_14() {
+    let repo = Repo::new(&python_project());
+    // Red on odd calls, green on even ones: the baseline (call 1) is red, the check of the
+    // same tree after an agent that changed nothing (call 2) is green.
+    let counter = repo.agent_dir.join("calls");
+    let check = format!(
+        "n=$(cat {c} 2>/dev/null || echo 0); n=$((n+1)); echo $n > {c}; [ $((n % 2)) -eq 0 ]",
+        c = counter.display()
+    );
+    repo.agent("idle", "print \"looked, changed nothing\"\n");
+    repo.agent("next", FIXES_ADD);
+    let config = python_config(&repo, &["idle", "next"], 3, "")
+        .replace("python3 run_tests.py", &check.replace('"', "\\\""));
+    repo.configure(&config);
+    let out = repo.run(&["run"]);
+    assert_eq!(out.status.code(), Some(14), "{}", text(&out));
+    let status = repo.status_json();
+    assert_eq!(status["run"]["halt_reason"], "check_not_deterministic");
+    let failed = events(&repo, "attempt_failed", "idle");
+    assert_eq!(failed[0]["halt"], "check_not_deterministic");
+    assert!(
+        failed[0]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("said red and then green on the same tree"),
+        "{}",
+        failed[0]
+    );
+    assert_eq!(
+        repo.shipped_items(),
+        Vec::<String>::new(),
+        "nothing judged by it ships"
     );
     repo.assert_clean_end();
 }

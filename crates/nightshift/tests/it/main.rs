@@ -11,6 +11,7 @@ mod harness;
 
 mod bad_config;
 mod crash;
+mod fixpoint;
 mod guards;
 mod integrate;
 mod lock;
