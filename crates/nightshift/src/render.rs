@@ -49,17 +49,40 @@ pub fn event_line(event: &Event) -> Option<String> {
             green,
             exit_code,
             duration_ms,
+            results,
+            guards,
+            untrusted,
             ..
-        } => format!(
-            "{item}:   {} {} ({}{})",
-            match stage {
-                CheckStage::Work => "check",
-                CheckStage::Merged => "check on merged target",
-            },
-            if *green { "green" } else { "red" },
-            exit_code.map(|c| format!("exit {c}, ")).unwrap_or_default(),
-            ms(*duration_ms)
-        ),
+        } => {
+            let failed: Vec<String> = guards
+                .iter()
+                .filter(|g| g.state == nightshift_core::guard::GuardState::Fail)
+                .map(|g| format!("guard {} failed", g.guard))
+                .collect();
+            format!(
+                "{item}:   {} {} ({}{}{}){}{}",
+                match stage {
+                    CheckStage::Work => "check",
+                    CheckStage::Merged => "check on merged target",
+                },
+                if *green { "green" } else { "red" },
+                exit_code.map(|c| format!("exit {c}, ")).unwrap_or_default(),
+                results
+                    .as_ref()
+                    .map(|r| format!("{} of {} tests failing, ", r.failing.len(), r.tests))
+                    .unwrap_or_default(),
+                ms(*duration_ms),
+                if failed.is_empty() {
+                    String::new()
+                } else {
+                    format!(" — {}", failed.join(", "))
+                },
+                untrusted
+                    .as_ref()
+                    .map(|u| format!(" — untrusted: {u}"))
+                    .unwrap_or_default()
+            )
+        }
         EventKind::Integrated { item, commit, .. } => format!("{item}: shipped {}", short(commit)),
         EventKind::AttemptFailed {
             item,
