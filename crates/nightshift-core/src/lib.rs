@@ -18,6 +18,7 @@ pub mod git;
 pub mod halt;
 pub mod notify;
 pub mod plan;
+pub mod receipt;
 pub mod session;
 pub mod stop;
 pub mod store;
