@@ -30,6 +30,9 @@ pub enum Command {
     Clean(CleanArgs),
     /// Stop the running run at a safe point, its work preserved; `nightshift run` resumes it.
     Stop(StopArgs),
+    /// Check that a receipt's verdict still holds: verify its signature, re-run its check at the
+    /// recorded commit (no agent, no budget), compare fingerprints. MATCH, or exit 13.
+    Replay(ReplayArgs),
 }
 
 /// Where to find the repository.
@@ -121,4 +124,19 @@ pub struct StopArgs {
     /// Let the step in flight (a session, a check) finish first.
     #[arg(long)]
     pub graceful: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ReplayArgs {
+    #[command(flatten)]
+    pub repo: RepoArgs,
+    /// The receipt file (`.nightshift/receipts/<run>/<item>-a<N>.json`).
+    #[arg(value_name = "RECEIPT")]
+    pub receipt: PathBuf,
+    /// The public key to verify with. Default: the repository's `.nightshift/receipts.pub`.
+    #[arg(long, value_name = "PUB")]
+    pub key: Option<PathBuf>,
+    /// One JSON object on stdout.
+    #[arg(long)]
+    pub json: bool,
 }

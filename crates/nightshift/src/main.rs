@@ -45,6 +45,7 @@ fn main() -> ExitCode {
         Command::Restore(args) => commands::restore::run(&args),
         Command::Clean(args) => commands::clean::run(&args),
         Command::Stop(args) => commands::stop::run(&args),
+        Command::Replay(args) => commands::replay::run(&args),
     };
     match result {
         Ok(code) => exit(code),

@@ -350,6 +350,40 @@ impl Store {
         Ok(events)
     }
 
+    /// The journal entries of one attempt, oldest first (what its receipt is built from).
+    pub fn attempt_events(
+        &self,
+        run_id: &str,
+        item: &str,
+        attempt: u32,
+    ) -> Result<Vec<Event>, StoreError> {
+        let mut stmt = self.conn.prepare(
+            "SELECT seq, run_id, at, data FROM events
+             WHERE run_id = ?1 AND item = ?2 AND attempt = ?3 ORDER BY seq",
+        )?;
+        let rows = stmt.query_map(params![run_id, item, attempt], |r| {
+            Ok((
+                r.get::<_, i64>(0)?,
+                r.get::<_, String>(1)?,
+                r.get::<_, String>(2)?,
+                r.get::<_, String>(3)?,
+            ))
+        })?;
+        let mut events = Vec::new();
+        for row in rows {
+            let (seq, run_id, at, data) = row?;
+            let kind =
+                serde_json::from_str(&data).map_err(|source| StoreError::Decode { seq, source })?;
+            events.push(Event {
+                seq,
+                run_id,
+                at,
+                kind,
+            });
+        }
+        Ok(events)
+    }
+
     /// Rebuilds the state tables from the journal in a scratch in-memory database and returns
     /// whether they equal the stored ones. A consistency proof for tests and `doctor`.
     pub fn refold_matches(&self) -> Result<bool, StoreError> {
