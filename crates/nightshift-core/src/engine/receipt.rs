@@ -17,8 +17,8 @@ use crate::check::fingerprint;
 use crate::config::AgentKind;
 use crate::halt::HaltReason;
 use crate::receipt::{
-    self, AgentTuple, CheckRecord, DeterminismRecord, GuardState, GuardVerdict, Iteration,
-    ManifestEntry, Receipt, SessionRecord, SpendTotals, Tokens, Verdict, key,
+    self, AgentTuple, CheckRecord, DeterminismRecord, GuardVerdict, Iteration, ManifestEntry,
+    Receipt, SessionRecord, SpendTotals, Tokens, Verdict, key,
 };
 use crate::store::{AttemptRow, CheckStage, Event, EventKind, StoreError};
 
@@ -133,6 +133,7 @@ impl Engine<'_> {
 
         let mut iterations: BTreeMap<u32, Iteration> = BTreeMap::new();
         let mut prompt = Vec::new();
+        let mut trees: HashMap<String, Option<String>> = HashMap::new();
         let (mut work_commit, mut merged_commit) = (None::<String>, None::<String>);
         let (mut shipped_commit, mut reason, mut parked) = (None, None, false);
         for event in &events {
@@ -192,7 +193,12 @@ impl Engine<'_> {
                         *exit_code,
                         bytes.as_deref().unwrap_or_default(),
                     );
-                    let tree = commit.as_deref().and_then(|c| self.true_tree(c));
+                    let tree = commit.as_deref().and_then(|c| {
+                        trees
+                            .entry(c.to_owned())
+                            .or_insert_with(|| self.true_tree(c))
+                            .clone()
+                    });
                     let record = CheckRecord {
                         stage: *stage,
                         command: command.clone(),
@@ -350,10 +356,20 @@ impl Engine<'_> {
     /// Context files at the base commit, and the seeded files as they are in the repository.
     fn context_manifest(&self, base: &str) -> Vec<ManifestEntry> {
         let mut entries = Vec::new();
-        for name in CONTEXT_FILES {
+        // One listing finds which exist (usually none); only those are read.
+        let mut args = vec!["ls-tree", "-z", "--name-only", base, "--"];
+        args.extend_from_slice(CONTEXT_FILES);
+        let present = self
+            .git
+            .run_env(
+                &args,
+                &[("GIT_NO_REPLACE_OBJECTS", std::ffi::OsStr::new("1"))],
+            )
+            .unwrap_or_default();
+        for name in present.split('\0').filter(|n| !n.is_empty()) {
             if let Some(bytes) = blob(self.ws.root(), &format!("{base}:{name}")) {
                 entries.push(ManifestEntry {
-                    path: (*name).to_owned(),
+                    path: name.to_owned(),
                     sha256: sha256_hex(&bytes),
                 });
             }
@@ -374,9 +390,7 @@ impl Engine<'_> {
 /// engine journals (name, pass | fail | logged | not_run, detail). Until guards are journaled
 /// it returns nothing, and a receipt with no guard verdicts says `guards_complete: false` and
 /// is never a success.
-fn guard_verdicts(events: &[Event]) -> Vec<GuardVerdict> {
-    let _ = events;
-    let _ = GuardState::NotRun;
+fn guard_verdicts(_events: &[Event]) -> Vec<GuardVerdict> {
     Vec::new()
 }
 

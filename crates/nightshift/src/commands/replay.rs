@@ -122,10 +122,7 @@ pub fn run(args: &ReplayArgs) -> CommandResult {
             format!("the recorded commit {commit} is not in this repository"),
         );
     }
-    let outcome = match replay_check(&ws, &git, &receipt, &check, &commit) {
-        Ok(o) => o,
-        Err(e) => return Err(e),
-    };
+    let outcome = replay_check(&ws, &git, &receipt, &check, &commit)?;
     report.tree_observed = Some(outcome.tree.clone());
     if outcome.tree != tree {
         return unverified(

@@ -29,7 +29,9 @@ fn receipt_json(path: &Path) -> serde_json::Value {
 /// A one-item run that ships `alpha`; its check also requires `$HOME/world` to be absent, so a
 /// test can change what the check reads without touching the tree.
 fn shipped_alpha() -> (Repo, PathBuf) {
-    let repo = Repo::new(&project());
+    let mut files = project();
+    files.push(("CLAUDE.md", "Keep it small.\n"));
+    let repo = Repo::new(&files);
     repo.agent("alpha", &solves("alpha"));
     let config = plan(&repo, &["alpha"], 2, 1).replace(
         "check = \"sh check.sh alpha\"",
@@ -102,6 +104,18 @@ fn a_genuine_receipt_replays_to_match() {
     );
     assert_eq!(r["determinism"][0]["runs"], 1);
     assert_eq!(r["determinism"][0]["disagreements"], 0);
+    // The context file the agent found is named with its hash.
+    let claude = repo.root.join("CLAUDE.md");
+    let sum = std::process::Command::new("sha256sum")
+        .arg(&claude)
+        .output()
+        .unwrap();
+    let sum = String::from_utf8_lossy(&sum.stdout);
+    assert_eq!(r["context"][0]["path"], "CLAUDE.md");
+    assert_eq!(
+        r["context"][0]["sha256"].as_str().unwrap(),
+        sum.split_whitespace().next().unwrap()
+    );
     // The public key is beside the state; the private key is not in the repository.
     let public = std::fs::read_to_string(repo.root.join(".nightshift/receipts.pub")).unwrap();
     assert!(public.starts_with("ed25519 "), "{public}");
@@ -241,4 +255,32 @@ fn a_missing_or_foreign_receipt_file_is_bad_input() {
     let out = repo.run(&["replay", "junk.json"]);
     assert_eq!(out.status.code(), Some(20), "{}", text(&out));
     assert!(String::from_utf8_lossy(&out.stderr).contains("not a nightshift receipt"));
+}
+
+#[test]
+fn a_receipt_that_cannot_be_signed_is_a_warning_not_a_failed_run() {
+    let repo = Repo::new(&project());
+    repo.agent("alpha", &solves("alpha"));
+    repo.configure(&plan(&repo, &["alpha"], 1, 1));
+    // A key file others can read: refused, so no receipt can be signed.
+    let key = repo.home.join("data/nightshift/receipt-signing.key");
+    std::fs::create_dir_all(key.parent().unwrap()).unwrap();
+    std::fs::write(&key, format!("{}\n", "11".repeat(32))).unwrap();
+    std::fs::set_permissions(&key, std::os::unix::fs::PermissionsExt::from_mode(0o644)).unwrap();
+    let out = repo.run(&["run"]);
+    assert_eq!(out.status.code(), Some(10), "{}", text(&out));
+    assert_eq!(repo.item_state("alpha"), "shipped");
+    assert!(receipts(&repo).is_empty());
+    let attention = std::fs::read_to_string(repo.root.join(".nightshift/ATTENTION")).unwrap();
+    assert!(
+        attention.contains("write the receipt") && attention.contains("chmod 600"),
+        "{attention}"
+    );
+    let log = repo.run(&["log", "--json"]);
+    assert!(
+        String::from_utf8_lossy(&log.stdout).contains("teardown_failed"),
+        "{}",
+        text(&log)
+    );
+    repo.assert_clean_end();
 }
