@@ -150,6 +150,9 @@ pub struct Replay {
     pub command: Option<String>,
     /// The recorded commit it ran on.
     pub commit: Option<String>,
+    /// The commit checked out instead, when the recorded one is gone: the receipt's shipped
+    /// commit, accepted only when its tree is the recorded tree.
+    pub checked_out: Option<String>,
     pub tree_recorded: Option<String>,
     pub tree_observed: Option<String>,
     pub fingerprint_recorded: Option<String>,

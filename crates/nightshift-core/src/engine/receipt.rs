@@ -17,8 +17,8 @@ use crate::check::fingerprint;
 use crate::config::AgentKind;
 use crate::halt::HaltReason;
 use crate::receipt::{
-    self, AgentTuple, CheckRecord, DeterminismRecord, GuardVerdict, Iteration, ManifestEntry,
-    Receipt, SessionRecord, SpendTotals, Tokens, Verdict, key,
+    self, AgentTuple, CheckRecord, DeterminismRecord, GuardState, GuardVerdict, Iteration,
+    ManifestEntry, Receipt, SessionRecord, SpendTotals, Tokens, Verdict, key,
 };
 use crate::store::{AttemptRow, CheckStage, Event, EventKind, StoreError};
 
@@ -235,65 +235,22 @@ impl Engine<'_> {
         let iterations: Vec<Iteration> = iterations.into_values().collect();
         let spend = spend_totals(&iterations);
         let guards = guard_verdicts(&events);
-        let guards_complete = !guards.is_empty();
+        let guards_complete =
+            !guards.is_empty() && guards.iter().all(|g| g.verdict != GuardState::NotRun);
         let agent = self.agent_tuple();
         let item_state = item.as_ref().map(|i| i.state.clone());
         if item_state.as_deref() == Some("parked") {
             parked = true;
         }
         let shipped = att.phase == "integrated";
-
-        // A success must name the oracle, the commit, the agent and model, the spend, and
-        // evaluated guards; whatever it cannot name is listed, and it is not a success.
-        let mut missing = Vec::new();
-        let green = iterations
-            .iter()
-            .flat_map(|i| i.checks.iter())
-            .rfind(|c| c.green);
-        match green {
-            None => missing.push("oracle: no green check".to_owned()),
-            Some(c) if c.commit.is_none() || c.tree.is_none() => {
-                missing.push("commit: the checked commit is unknown".to_owned())
-            }
-            Some(_) => {}
-        }
-        if agent.model.is_none() {
-            missing.push("model: [agent] model is not set".to_owned());
-        }
-        if agent.kind != AgentKind::Command.as_str()
-            && agent.version.as_deref().is_none_or(|v| v == "unknown")
-        {
-            missing.push("agent: its version is unknown".to_owned());
-        }
-        if spend.sessions == 0 || spend.sessions_without_spend > 0 {
-            missing.push(format!(
-                "spend: {} of {} sessions reported none",
-                spend.sessions_without_spend, spend.sessions
-            ));
-        }
-        if !guards_complete {
-            missing.push("guards: not evaluated".to_owned());
-        }
+        let missing = missing_facts(&iterations, &agent, &spend, &guards, guards_complete);
         let verdict = match (shipped, missing.is_empty(), parked) {
             (true, true, _) => Verdict::Success,
             (true, false, _) => Verdict::Unverified,
             (false, _, true) => Verdict::Parked,
             (false, _, false) => Verdict::Failed,
         };
-        let halt_reason = match verdict {
-            Verdict::Success => Some(HaltReason::SuccessConditionMet),
-            Verdict::Unverified => Some(HaltReason::ObjectiveUnverified),
-            Verdict::Failed | Verdict::Parked => {
-                let why = reason.as_deref().unwrap_or_default();
-                if why.starts_with("check still red after") {
-                    Some(HaltReason::MaxIterationsReached)
-                } else if why.contains("budget is spent") {
-                    Some(HaltReason::BudgetExceeded)
-                } else {
-                    None
-                }
-            }
-        };
+        let halt_reason = halt_reason_of(verdict, reason.as_deref());
         let determinism = determinism(&iterations);
         let mut context = self.context_manifest(&att.base);
         context.sort_by(|a, b| a.path.cmp(&b.path));
@@ -383,6 +340,72 @@ impl Engine<'_> {
             }
         }
         entries
+    }
+}
+
+/// The facts a success needs that the receipt cannot state: the oracle (a green check), the
+/// checked commit and its tree, the model and (CLI agents) the agent's version, the spend of
+/// every session, and guards that were all evaluated and none failed.
+fn missing_facts(
+    iterations: &[Iteration],
+    agent: &AgentTuple,
+    spend: &SpendTotals,
+    guards: &[GuardVerdict],
+    guards_complete: bool,
+) -> Vec<String> {
+    let mut missing = Vec::new();
+    let green = iterations
+        .iter()
+        .flat_map(|i| i.checks.iter())
+        .rfind(|c| c.green);
+    match green {
+        None => missing.push("oracle: no green check".to_owned()),
+        Some(c) if c.command.trim().is_empty() => {
+            missing.push("oracle: the check command is empty".to_owned())
+        }
+        Some(c) if c.commit.is_none() || c.tree.is_none() => {
+            missing.push("commit: the checked commit is unknown".to_owned())
+        }
+        Some(_) => {}
+    }
+    if agent.model.is_none() {
+        missing.push("model: [agent] model is not set".to_owned());
+    }
+    if agent.kind != AgentKind::Command.as_str()
+        && agent.version.as_deref().is_none_or(|v| v == "unknown")
+    {
+        missing.push("agent: its version is unknown".to_owned());
+    }
+    if spend.sessions == 0 || spend.sessions_without_spend > 0 {
+        missing.push(format!(
+            "spend: {} of {} sessions reported none",
+            spend.sessions_without_spend, spend.sessions
+        ));
+    }
+    if !guards_complete {
+        missing.push("guards: not evaluated".to_owned());
+    }
+    for g in guards.iter().filter(|g| g.verdict == GuardState::Fail) {
+        missing.push(format!("guards: {} failed", g.name));
+    }
+    missing
+}
+
+/// The loop-contract reason an attempt with this verdict stopped for, where one applies.
+fn halt_reason_of(verdict: Verdict, reason: Option<&str>) -> Option<HaltReason> {
+    match verdict {
+        Verdict::Success => Some(HaltReason::SuccessConditionMet),
+        Verdict::Unverified => Some(HaltReason::ObjectiveUnverified),
+        Verdict::Failed | Verdict::Parked => {
+            let why = reason.unwrap_or_default();
+            if why.starts_with("check still red after") {
+                Some(HaltReason::MaxIterationsReached)
+            } else if why.contains("budget is spent") {
+                Some(HaltReason::BudgetExceeded)
+            } else {
+                None
+            }
+        }
     }
 }
 
@@ -542,5 +565,143 @@ fn ask_version(binary: &str, cwd: &Path) -> Option<String> {
             );
             None
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::session::Outcome;
+
+    fn green_check() -> CheckRecord {
+        CheckRecord {
+            stage: CheckStage::Work,
+            command: "make test".into(),
+            timeout_ms: 1000,
+            env: BTreeMap::new(),
+            commit: Some("c".repeat(40)),
+            tree: Some("t".repeat(40)),
+            outcome: Outcome::Completed,
+            exit_code: Some(0),
+            green: true,
+            failing: None,
+            format: None,
+            fingerprint: "f".repeat(64),
+            log: None,
+            duration_ms: 1,
+        }
+    }
+
+    fn facts() -> (Vec<Iteration>, AgentTuple, SpendTotals, Vec<GuardVerdict>) {
+        let iterations = vec![Iteration {
+            iteration: 1,
+            sessions: vec![],
+            checks: vec![green_check()],
+        }];
+        let agent = AgentTuple {
+            kind: "claude".into(),
+            binary: Some("claude".into()),
+            version: Some("2.0.1 (Claude Code)".into()),
+            model: Some("opus".into()),
+            args: vec![],
+            argv: None,
+        };
+        let spend = SpendTotals {
+            sessions: 1,
+            input: 10,
+            ..SpendTotals::default()
+        };
+        let guards = vec![GuardVerdict {
+            name: "metric_integrity".into(),
+            verdict: GuardState::Pass,
+            detail: None,
+        }];
+        (iterations, agent, spend, guards)
+    }
+
+    #[test]
+    fn every_fact_named_leaves_nothing_missing() {
+        let (i, a, s, g) = facts();
+        assert_eq!(missing_facts(&i, &a, &s, &g, true), Vec::<String>::new());
+    }
+
+    #[test]
+    fn each_missing_fact_is_named() {
+        let (i, a, s, g) = facts();
+        let mut no_model = a.clone();
+        no_model.model = None;
+        let mut unknown = a.clone();
+        unknown.version = Some("unknown".into());
+        let mut unspent = s.clone();
+        unspent.sessions_without_spend = 1;
+        let mut failed = g.clone();
+        failed[0].verdict = GuardState::Fail;
+        let mut red = i.clone();
+        red[0].checks[0].green = false;
+        let mut no_commit = i.clone();
+        no_commit[0].checks[0].commit = None;
+        let cases = [
+            (missing_facts(&i, &no_model, &s, &g, true), "model"),
+            (missing_facts(&i, &unknown, &s, &g, true), "agent"),
+            (missing_facts(&i, &a, &unspent, &g, true), "spend"),
+            (
+                missing_facts(&i, &a, &s, &[], false),
+                "guards: not evaluated",
+            ),
+            (
+                missing_facts(&i, &a, &s, &failed, true),
+                "guards: metric_integrity failed",
+            ),
+            (missing_facts(&red, &a, &s, &g, true), "oracle"),
+            (missing_facts(&no_commit, &a, &s, &g, true), "commit"),
+        ];
+        for (missing, expected) in cases {
+            assert_eq!(missing.len(), 1, "{expected}: {missing:?}");
+            assert!(missing[0].starts_with(expected), "{expected}: {missing:?}");
+        }
+    }
+
+    #[test]
+    fn halt_reasons_follow_the_verdict() {
+        assert_eq!(
+            halt_reason_of(Verdict::Success, None),
+            Some(HaltReason::SuccessConditionMet)
+        );
+        assert_eq!(
+            halt_reason_of(Verdict::Unverified, None),
+            Some(HaltReason::ObjectiveUnverified)
+        );
+        assert_eq!(
+            halt_reason_of(Verdict::Parked, Some("check still red after 2 iterations")),
+            Some(HaltReason::MaxIterationsReached)
+        );
+        assert_eq!(
+            halt_reason_of(Verdict::Failed, Some("the run's budget is spent")),
+            Some(HaltReason::BudgetExceeded)
+        );
+        assert_eq!(
+            halt_reason_of(Verdict::Failed, Some("the agent made no changes")),
+            None
+        );
+    }
+
+    #[test]
+    fn determinism_counts_runs_per_tree_and_disagreements_with_the_first() {
+        let first = green_check();
+        let mut flaky = green_check();
+        flaky.green = false;
+        flaky.fingerprint = "0".repeat(64);
+        let mut other_commit_same_tree = green_check();
+        other_commit_same_tree.commit = Some("d".repeat(40));
+        let iterations = vec![Iteration {
+            iteration: 1,
+            sessions: vec![],
+            checks: vec![first, flaky, other_commit_same_tree],
+        }];
+        let d = determinism(&iterations);
+        assert_eq!(d.len(), 1);
+        assert_eq!(d[0].runs, 3);
+        assert_eq!(d[0].disagreements, 1);
+        assert_eq!(d[0].commits.len(), 2);
     }
 }

@@ -64,6 +64,7 @@ pub fn run(args: &ReplayArgs) -> CommandResult {
         verdict: None,
         command: None,
         commit: None,
+        checked_out: None,
         tree_recorded: None,
         tree_observed: None,
         fingerprint_recorded: None,
@@ -114,15 +115,26 @@ pub fn run(args: &ReplayArgs) -> CommandResult {
         );
     };
     let git = Git::new(ws.root());
-    if git.resolve(&commit).ok().flatten().is_none() {
+    // The checked commit may be gone (a shipped attempt's own commit once `clean` dropped its
+    // preserve ref); the shipped commit stands in only if it holds the very same tree, which
+    // the tree comparison below enforces.
+    let present = |c: &String| git.resolve(c).ok().flatten().is_some();
+    let Some(checkout) = std::iter::once(&commit)
+        .chain(receipt.shipped_commit.as_ref())
+        .find(|c| present(c))
+        .cloned()
+    else {
         return unverified(
             args,
             report,
             "commit_missing",
             format!("the recorded commit {commit} is not in this repository"),
         );
+    };
+    if checkout != commit {
+        report.checked_out = Some(checkout.clone());
     }
-    let outcome = replay_check(&ws, &git, &receipt, &check, &commit)?;
+    let outcome = replay_check(&ws, &git, &receipt, &check, &checkout)?;
     report.tree_observed = Some(outcome.tree.clone());
     if outcome.tree != tree {
         return unverified(
@@ -333,7 +345,15 @@ fn print_lines(r: &Replay) {
             (Some(a), Some(b)) => format!("tree {} != recorded {}", short(b), short(a)),
             _ => "tree not compared".to_owned(),
         };
-        println!("check:        {command}  @ {}  ({tree})", short(commit));
+        let via = r
+            .checked_out
+            .as_deref()
+            .map(|c| format!(", via shipped commit {}", short(c)))
+            .unwrap_or_default();
+        println!(
+            "check:        {command}  @ {}  ({tree}{via})",
+            short(commit)
+        );
     }
     if let Some(recorded) = &r.fingerprint_recorded {
         let observed = r.fingerprint_observed.as_deref().unwrap_or("-");

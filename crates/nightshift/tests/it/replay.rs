@@ -284,3 +284,45 @@ fn a_receipt_that_cannot_be_signed_is_a_warning_not_a_failed_run() {
     );
     repo.assert_clean_end();
 }
+
+#[test]
+fn a_pruned_work_commit_replays_on_the_shipped_commit_with_the_same_tree() {
+    let repo = Repo::new(&project());
+    // The agent commits on its own, so the squashed commit that ships differs from the
+    // attempt's own commit that the check judged.
+    let agent =
+        "mkdir -p done && echo ok > done/alpha && git add -A && git commit -q -m agent-work";
+    let config = plan(&repo, &["alpha"], 1, 1).replacen(
+        &repo.agent_table(),
+        &format!("[agent]\nkind = \"command\"\ncommand = [\"sh\", \"-c\", \"{agent}\"]\n"),
+        1,
+    );
+    repo.configure(&config);
+    let out = repo.run(&["run"]);
+    assert_eq!(out.status.code(), Some(10), "{}", text(&out));
+    let path = receipts(&repo).pop().unwrap();
+    let r = &receipt_json(&path)["receipt"];
+    let checked = r["iterations"][0]["checks"][0]["commit"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let shipped = r["shipped_commit"].as_str().unwrap().to_owned();
+    assert_ne!(checked, shipped);
+    // `clean` drops a shipped attempt's preserve ref; gc then drops the commit.
+    repo.git(&["update-ref", "-d", "refs/nightshift/preserve/alpha/1"]);
+    repo.git(&["reflog", "expire", "--expire=now", "--all"]);
+    repo.git(&["gc", "--quiet", "--prune=now"]);
+    let exists = std::process::Command::new("git")
+        .current_dir(&repo.root)
+        .args(["cat-file", "-e", &format!("{checked}^{{commit}}")])
+        .stderr(std::process::Stdio::null())
+        .status()
+        .unwrap();
+    assert!(!exists.success(), "the checked commit should be pruned");
+
+    let out = replay(&repo, &path, &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("via shipped commit"), "{stdout}");
+    assert!(stdout.lines().any(|l| l == "MATCH"), "{stdout}");
+}
