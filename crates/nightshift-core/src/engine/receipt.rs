@@ -272,6 +272,12 @@ impl Engine<'_> {
             agent,
             prompt,
             context,
+            seeds: self
+                .config
+                .seed
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect(),
             iterations,
             spend,
             guards,

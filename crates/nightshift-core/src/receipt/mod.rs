@@ -64,6 +64,9 @@ pub struct Receipt {
     /// Context the agent found in its worktree: CLAUDE.md, AGENTS.md, GEMINI.md, .cursorrules at
     /// the base commit, and the seeded files (`[worktree] seed`).
     pub context: Vec<ManifestEntry>,
+    /// The gitignored paths copied into the worktree from the repository root
+    /// (`[worktree] seed`); `nightshift replay` copies them too.
+    pub seeds: Vec<String>,
     pub iterations: Vec<Iteration>,
     /// What every session of the attempt spent, summed.
     pub spend: SpendTotals,

@@ -33,6 +33,7 @@ fn sample() -> Receipt {
             sha256: "0".repeat(64),
         }],
         context: vec![],
+        seeds: vec![],
         iterations: vec![Iteration {
             iteration: 1,
             sessions: vec![SessionRecord {

@@ -224,6 +224,19 @@ fn replay_check(
             log: None,
         });
     }
+    // The gitignored files the attempt's worktree was seeded with, from the repository root.
+    let seeds: Vec<PathBuf> = receipt
+        .seeds
+        .iter()
+        .map(PathBuf::from)
+        .filter(|p| ws.root().join(p).exists())
+        .collect();
+    nightshift_core::git::seed_worktree(ws.root(), &path, &seeds).map_err(|why| {
+        CommandError::new(
+            ExitClass::Workspace,
+            format!("seed the replay worktree: {why}"),
+        )
+    })?;
     let logs = ws.dir().join("logs").join("replay");
     std::fs::create_dir_all(&logs).map_err(|e| {
         CommandError::new(

@@ -326,3 +326,23 @@ fn a_pruned_work_commit_replays_on_the_shipped_commit_with_the_same_tree() {
     assert!(stdout.contains("via shipped commit"), "{stdout}");
     assert!(stdout.lines().any(|l| l == "MATCH"), "{stdout}");
 }
+
+#[test]
+fn replay_seeds_the_worktree_as_the_run_did() {
+    let mut files = project();
+    files.push((".gitignore", "secret.txt\n"));
+    let repo = Repo::new(&files);
+    repo.write("secret.txt", "ok\n");
+    repo.agent("alpha", &solves("alpha"));
+    let config = plan(&repo, &["alpha"], 1, 1).replace(
+        "check = \"sh check.sh alpha\"",
+        "check = \"sh check.sh alpha && grep -q ok secret.txt\"",
+    ) + "\n[worktree]\nseed = [\"secret.txt\"]\n";
+    repo.configure(&config);
+    let out = repo.run(&["run"]);
+    assert_eq!(out.status.code(), Some(10), "{}", text(&out));
+    let path = receipts(&repo).pop().unwrap();
+    assert_eq!(receipt_json(&path)["receipt"]["seeds"][0], "secret.txt");
+    let out = replay(&repo, &path, &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+}
