@@ -211,6 +211,9 @@ fn replay_check(
             format!("create {}: {e}", ws.worktrees().display()),
         )
     })?;
+    // Ctrl-C or SIGTERM ends the check (its process group, verified) and comes back here, so
+    // the temporary worktree is still removed.
+    nightshift_core::stop::install();
     let tree = TempWorktree::add(git, &path, commit)?;
     let observed_tree = tree
         .git()
@@ -266,6 +269,15 @@ fn replay_check(
             format!("run the check: {}", chain(&e)),
         )
     })?;
+    if run.end.outcome == nightshift_core::session::Outcome::Stopped {
+        return Err(CommandError::new(
+            ExitClass::Integrity,
+            format!(
+                "replay the receipt: {}: interrupted before the check finished",
+                HaltReason::ObjectiveUnverified.as_str()
+            ),
+        ));
+    }
     let bytes = std::fs::read(&log).unwrap_or_default();
     let print = fingerprint::of_run(run.end.outcome, run.end.exit_code, &bytes);
     drop(tree);

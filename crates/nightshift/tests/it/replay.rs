@@ -346,3 +346,61 @@ fn replay_seeds_the_worktree_as_the_run_did() {
     let out = replay(&repo, &path, &[]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
 }
+
+#[test]
+fn an_interrupted_replay_removes_its_worktree_and_verifies_nothing() {
+    let mut files = project();
+    files.push((
+        "hold.sh",
+        "if [ -e \"$HOME/hold\" ]; then echo held > \"$HOME/ready\"; read x < \"$HOME/release\"; fi\n",
+    ));
+    let repo = Repo::new(&files);
+    repo.agent("alpha", &solves("alpha"));
+    let config = plan(&repo, &["alpha"], 1, 1).replace(
+        "check = \"sh check.sh alpha\"",
+        "check = \"sh check.sh alpha && sh hold.sh\"",
+    );
+    repo.configure(&config);
+    let out = repo.run(&["run"]);
+    assert_eq!(out.status.code(), Some(10), "{}", text(&out));
+    let path = receipts(&repo).pop().unwrap();
+    // From now on the check holds until released: a handshake, no sleeping.
+    let ready = repo.home.join("ready");
+    let release = repo.home.join("release");
+    for fifo in [&ready, &release] {
+        nix::unistd::mkfifo(fifo, nix::sys::stat::Mode::S_IRWXU).unwrap();
+    }
+    std::fs::write(repo.home.join("hold"), "").unwrap();
+    let child = repo
+        .cmd(&["replay", path.to_str().unwrap()])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let held = std::fs::read_to_string(&ready).unwrap();
+    assert_eq!(held, "held\n");
+    assert_eq!(
+        repo.extra_worktrees().len(),
+        1,
+        "the replay worktree exists"
+    );
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(13), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("interrupted"),
+        "{}",
+        text(&out)
+    );
+    assert_eq!(repo.extra_worktrees(), Vec::<String>::new());
+    let left: Vec<_> = std::fs::read_dir(repo.root.join(".nightshift/worktrees"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name())
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+}
