@@ -33,6 +33,9 @@ pub enum Command {
     /// Work one item until the check passes: an agent (or any command) in a loop, under the
     /// same guards, budgets and commits as a plan item. No nightshift.toml needed.
     Loop(LoopArgs),
+    /// Check that a receipt's verdict still holds: verify its signature, re-run its check at the
+    /// recorded commit (no agent, no budget), compare fingerprints. MATCH, or exit 13.
+    Replay(ReplayArgs),
 }
 
 /// Where to find the repository.
@@ -160,6 +163,21 @@ pub struct LoopArgs {
     #[arg(long, value_name = "MODEL", requires = "agent")]
     pub model: Option<String>,
     /// Print one JSON object per journal event instead of progress lines.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ReplayArgs {
+    #[command(flatten)]
+    pub repo: RepoArgs,
+    /// The receipt file (`.nightshift/receipts/<run>/<item>-a<N>.json`).
+    #[arg(value_name = "RECEIPT")]
+    pub receipt: PathBuf,
+    /// The public key to verify with. Default: the repository's `.nightshift/receipts.pub`.
+    #[arg(long, value_name = "PUB")]
+    pub key: Option<PathBuf>,
+    /// One JSON object on stdout.
     #[arg(long)]
     pub json: bool,
 }

@@ -126,3 +126,43 @@ pub struct LogLine<'a> {
 pub fn status_schema() -> schemars::Schema {
     schemars::schema_for!(Status)
 }
+
+/// The version of the `replay --json` shape.
+pub const REPLAY_VERSION: u32 = 1;
+
+/// `nightshift replay --json`.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct Replay {
+    /// Shape version; bumped on any incompatible change.
+    pub version: u32,
+    /// The receipt file.
+    pub receipt: String,
+    /// The id of the public key it was verified with.
+    pub key_id: String,
+    /// `valid`, `invalid` (altered), or `wrong_key` (signed by another key).
+    pub signature: String,
+    pub run_id: Option<String>,
+    pub item: Option<String>,
+    pub attempt: Option<u32>,
+    /// The receipt's own verdict (`success`, `unverified`, `failed`, `parked`).
+    pub verdict: Option<String>,
+    /// The recorded check command that was replayed.
+    pub command: Option<String>,
+    /// The recorded commit it ran on.
+    pub commit: Option<String>,
+    /// The commit checked out instead, when the recorded one is gone: the receipt's shipped
+    /// commit, accepted only when its tree is the recorded tree.
+    pub checked_out: Option<String>,
+    pub tree_recorded: Option<String>,
+    pub tree_observed: Option<String>,
+    pub fingerprint_recorded: Option<String>,
+    pub fingerprint_observed: Option<String>,
+    /// The replayed check's output.
+    pub log: Option<String>,
+    /// `match`, or why not: `bad_signature`, `no_green_check`, `commit_unknown`,
+    /// `commit_missing`, `tree_mismatch`, `mismatch`.
+    pub result: String,
+    /// `objective_unverified` unless `result` is `match`.
+    pub halt_reason: Option<String>,
+    pub detail: Option<String>,
+}

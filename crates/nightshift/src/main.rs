@@ -46,6 +46,7 @@ fn main() -> ExitCode {
         Command::Clean(args) => commands::clean::run(&args),
         Command::Stop(args) => commands::stop::run(&args),
         Command::Loop(args) => commands::fixpoint::run(&args),
+        Command::Replay(args) => commands::replay::run(&args),
     };
     match result {
         Ok(code) => exit(code),

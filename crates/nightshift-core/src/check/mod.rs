@@ -41,4 +41,5 @@ pub fn run(
     })
 }
 
+pub mod fingerprint;
 pub mod results;

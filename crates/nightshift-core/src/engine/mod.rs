@@ -8,6 +8,7 @@ mod attempt;
 mod closeout;
 mod launch;
 mod prompt;
+mod receipt;
 mod teardown;
 mod verdict;
 

@@ -156,6 +156,7 @@ impl Engine<'_> {
         let Some(att) = self.store.attempt(run_id, item, attempt)? else {
             return Ok(());
         };
+        self.write_receipt_once(run_id, &att);
         if !att.worktree_present {
             return Ok(());
         }

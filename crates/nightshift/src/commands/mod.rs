@@ -5,6 +5,7 @@ pub mod demo;
 pub mod fixpoint;
 pub mod init;
 pub mod log;
+pub mod replay;
 pub mod restore;
 pub mod run;
 pub mod status;

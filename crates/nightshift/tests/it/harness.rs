@@ -64,6 +64,8 @@ impl Repo {
             .env_clear()
             .env("PATH", std::env::var_os("PATH").unwrap_or_default())
             .env("HOME", &self.home)
+            // The receipt signing key: per test, never the user's.
+            .env("NIGHTSHIFT_DATA_DIR", self.home.join("data"))
             .env("GIT_CONFIG_GLOBAL", "/dev/null")
             .env("GIT_CONFIG_NOSYSTEM", "1")
             .env("GIT_AUTHOR_NAME", "Test User")

@@ -17,5 +17,6 @@ mod integrate;
 mod lock;
 mod pipeline;
 mod reading;
+mod replay;
 mod restore;
 mod sessions;
