@@ -45,6 +45,9 @@ fn main() -> ExitCode {
         Command::Restore(args) => commands::restore::run(&args),
         Command::Clean(args) => commands::clean::run(&args),
         Command::Stop(args) => commands::stop::run(&args),
+        Command::Wait(args) => commands::wait::run(&args),
+        Command::Pause(args) => commands::pause::pause(&args),
+        Command::Resume(args) => commands::pause::resume(&args),
     };
     match result {
         Ok(code) => exit(code),

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use super::{Engine, EngineError, Journal, io_err, launch, prompt};
 use crate::check;
-use crate::config::{AgentKind, BudgetMode, Strategy};
+use crate::config::{AgentKind, Strategy};
 use crate::failpoint;
 use crate::git::MergeOutcome;
 use crate::halt::HaltReason;
@@ -263,9 +263,10 @@ impl Engine<'_> {
                 tail_bytes: AGENT_TAIL,
             },
             parser: launch::parser_name(&self.config.agent).and_then(crate::agent::parser_for),
-            stall_grace: Some(self.config.session.stall_grace),
+            stall_grace: (self.config.gates.mode("stall") != crate::gate::GateMode::Off)
+                .then_some(self.config.session.stall_grace),
             budget: self.session_budget(item)?,
-            enforce_budget: self.config.budget.mode == BudgetMode::Enforce,
+            enforce_budget: self.config.gates.mode("budget") == crate::gate::GateMode::Enforce,
             clock: self.clock.clone(),
         };
         let end = {
@@ -276,6 +277,7 @@ impl Engine<'_> {
                 clock: self.clock.as_ref(),
                 ws: &self.ws,
                 run_id: &run_id,
+                budget_gate: self.config.gates.mode("budget"),
             };
             let enforced = packet.enforce_budget;
             let (item_id, attempt) = (att.item.clone(), att.attempt);
@@ -462,7 +464,7 @@ impl Engine<'_> {
     /// Before a session: a spent item budget parks the item, a spent run budget halts the run.
     /// Returns whether the session must not start.
     fn budget_gate(&mut self, item: &ItemRow, att: &AttemptRow) -> Result<bool, EngineError> {
-        if self.config.budget.mode != BudgetMode::Enforce {
+        if self.config.gates.mode("budget") != crate::gate::GateMode::Enforce {
             return Ok(false);
         }
         let b = self.config.budget;

@@ -32,6 +32,17 @@ pub struct RunOptions {
     /// Start a new run even if one is unfinished (its open attempts are preserved and closed).
     pub fresh: bool,
     pub clock: Arc<dyn Clock>,
+    /// `run --until`: no new session or attempt after this time; the run then stops
+    /// `deadline_reached`, resumable. `None` keeps the deadline the run journaled, if any.
+    pub until: Option<Until>,
+}
+
+/// A `--until` deadline.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Until {
+    pub at: jiff::Timestamp,
+    /// As the operator wrote it (`07:00`).
+    pub given: String,
 }
 
 /// How a run ended.
@@ -117,6 +128,7 @@ pub fn run(opts: RunOptions, observe: &mut dyn FnMut(&Event)) -> Result<RunSumma
         started_boot: opts_started_boot,
         common_dir,
         last_alert: None,
+        deadline: None,
     };
     // Before anything looks at a worktree: nothing a killed engine left running may still be
     // writing in one, and no lock a killed git left may block it.
@@ -126,6 +138,7 @@ pub fn run(opts: RunOptions, observe: &mut dyn FnMut(&Event)) -> Result<RunSumma
     let run_id = engine.run()?.id.clone();
     let _ = lock.describe(&format!("{holder}, run {run_id}"));
     engine.reconcile_teardowns()?;
+    engine.open_deadline(opts.until)?;
     let halt = engine.drive()?;
     let items = engine.store.items(&run_id)?;
     drop(lock);
@@ -154,6 +167,8 @@ struct Engine<'o> {
     common_dir: std::path::PathBuf,
     /// The last repeating alert written, so a wait that retries does not repeat it.
     last_alert: Option<String>,
+    /// `--until` (epoch seconds): no new session or attempt after it.
+    deadline: Option<i64>,
 }
 
 /// Journaling from inside a running session (borrows the engine's parts, not the engine).
@@ -163,6 +178,8 @@ pub(crate) struct Journal<'a, 'o> {
     pub clock: &'a dyn Clock,
     pub ws: &'a Workspace,
     pub run_id: &'a str,
+    /// The budget gate's mode: in `log`, a trip is also a `gate_warned`.
+    pub budget_gate: crate::gate::GateMode,
 }
 
 impl Journal<'_, '_> {
@@ -220,6 +237,16 @@ impl Journal<'_, '_> {
                     limit: c.limit,
                     enforced,
                 })?;
+                if !enforced && self.budget_gate == crate::gate::GateMode::Log {
+                    self.record(EventKind::GateWarned {
+                        gate: "budget".into(),
+                        class: crate::gate::Gates::class("budget").as_str().into(),
+                        detail: format!(
+                            "{item}: {:?} {:?} {:.2} of {:.2}; the session goes on",
+                            c.scope, c.metric, c.used, c.limit
+                        ),
+                    })?;
+                }
             }
             SessionEvent::Stalled { .. } | SessionEvent::RateLimited { .. } => {}
         }
@@ -327,7 +354,7 @@ impl Engine<'_> {
     fn drive(&mut self) -> Result<HaltReason, EngineError> {
         loop {
             if let Some(request) = crate::stop::requested() {
-                self.stop(request == crate::stop::StopRequest::Graceful)?;
+                self.stop(request == crate::stop::StopRequest::Graceful, None)?;
                 return Ok(HaltReason::OperatorStop);
             }
             if let Some(halt) = self.halt_requested.take() {
@@ -337,17 +364,28 @@ impl Engine<'_> {
                 })?;
                 return Ok(halt);
             }
+            self.reload_gates()?;
+            self.operator_pause()?;
             self.wait_out_pause()?;
+            if crate::stop::requested().is_some() {
+                continue; // asked while paused: stop at the top of the loop
+            }
             let run_id = self.run_id();
             let items = self.store.items(&run_id)?;
             if let Some(item) = items.iter().find(|i| i.state == "running") {
                 let number = item.current_attempt.unwrap_or(0);
                 if let Some(attempt) = self.store.attempt(&run_id, &item.id, number)? {
+                    if self.deadline_passed() && starts_session(&attempt, self.run()?.max_iterations) {
+                        return self.deadline_stop();
+                    }
                     self.step(item, &attempt)?;
                     continue;
                 }
             }
             if let Some(item) = items.iter().find(|i| i.state == "queued") {
+                if self.deadline_passed() {
+                    return self.deadline_stop();
+                }
                 self.start_attempt(item)?;
                 continue;
             }
@@ -359,6 +397,9 @@ impl Engine<'_> {
             let pass = self.run()?.pass;
             let shipped_this_pass = items.iter().any(|i| i.shipped_pass == Some(pass));
             if !parked.is_empty() && (pass == 1 || shipped_this_pass) {
+                if self.deadline_passed() {
+                    return self.deadline_stop();
+                }
                 self.record(EventKind::PassStarted {
                     pass: pass + 1,
                     requeued: parked,
@@ -389,22 +430,122 @@ impl Engine<'_> {
 }
 
 impl Engine<'_> {
-    /// Waits until a recorded pause (a usage limit's reset, an environment back-off) is over.
-    /// The pause is in the journal, so a crash during it resumes the wait, not the work.
+    /// Waits until a recorded pause (a usage limit's reset, an environment back-off, an operator
+    /// pause) is over. The pause is in the journal, so a crash during it resumes the wait, not
+    /// the work. A stop asked for meanwhile ends the wait (the pause stays recorded).
     fn wait_out_pause(&mut self) -> Result<(), EngineError> {
         let Some(until) = self.run()?.paused_until else {
             return Ok(());
         };
+        let operator =
+            self.run()?.pause_reason.as_deref() == Some(crate::control::OPERATOR_PAUSE);
         loop {
+            if crate::stop::requested().is_some() {
+                return Ok(());
+            }
+            if operator {
+                if !crate::control::pause_requested(&self.ws) {
+                    break;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(250));
+                continue;
+            }
             let now = self.clock.wall().as_second();
             if now >= until {
                 break;
             }
             let left = u64::try_from(until - now).unwrap_or(1);
-            std::thread::sleep(std::time::Duration::from_secs(left.min(5)));
+            std::thread::sleep(std::time::Duration::from_secs(left.min(1)));
         }
         self.record(EventKind::RunUnpaused)?;
         Ok(())
+    }
+
+    /// At a safe point: an operator pause asked for (`nightshift pause`) and not yet journaled
+    /// becomes a `run_paused` with reason `operator`, lasting until `nightshift resume`.
+    fn operator_pause(&mut self) -> Result<(), EngineError> {
+        if !crate::control::pause_requested(&self.ws) {
+            return Ok(());
+        }
+        if self.run()?.pause_reason.as_deref() == Some(crate::control::OPERATOR_PAUSE) {
+            return Ok(());
+        }
+        self.record(EventKind::RunPaused {
+            reason: crate::control::OPERATOR_PAUSE.into(),
+            until: crate::control::UNTIL_RESUMED,
+        })?;
+        Ok(())
+    }
+
+    /// The `--until` deadline: the one given now (journaled), else the one this run journaled
+    /// and no deadline stop has consumed yet.
+    fn open_deadline(&mut self, until: Option<Until>) -> Result<(), EngineError> {
+        if let Some(until) = until {
+            self.record(EventKind::DeadlineSet {
+                until: until.at.as_second(),
+                given: until.given,
+            })?;
+            self.deadline = Some(until.at.as_second());
+            return Ok(());
+        }
+        let run_id = self.run_id();
+        self.deadline = None;
+        for event in self
+            .store
+            .run_events(&run_id, &["deadline_set", "run_stopped"])?
+        {
+            match event.kind {
+                EventKind::DeadlineSet { until, .. } => self.deadline = Some(until),
+                EventKind::RunStopped {
+                    halt_reason: Some(HaltReason::DeadlineReached),
+                    ..
+                } => self.deadline = None,
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
+    fn deadline_passed(&self) -> bool {
+        self.deadline
+            .is_some_and(|d| self.clock.wall().as_second() >= d)
+    }
+
+    /// The deadline passed at a dispatch point: preserve the work in flight as a graceful stop
+    /// does, and stop `deadline_reached`, resumable.
+    fn deadline_stop(&mut self) -> Result<HaltReason, EngineError> {
+        self.stop(true, Some(HaltReason::DeadlineReached))?;
+        Ok(HaltReason::DeadlineReached)
+    }
+
+    /// At a safe point: re-read the gates file if it changed; a bad file keeps the modes in
+    /// force and is journaled as a warning.
+    fn reload_gates(&mut self) -> Result<(), EngineError> {
+        let root = self.ws.root().to_path_buf();
+        match self.config.gates.reload_if_changed(&root) {
+            None => {}
+            // A change of modes is not a warning; the modes in force are in `status`-adjacent
+            // docs and the file itself.
+            Some(Ok(_)) => {}
+            Some(Err(error)) => {
+                self.record(EventKind::GateWarned {
+                    gate: "gates_file".into(),
+                    class: crate::gate::GateClass::Process.as_str().into(),
+                    detail: format!("ignored (modes unchanged): {error}"),
+                })?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Whether the next step of this attempt starts an agent session (new work, which a passed
+/// `--until` deadline does not allow); checks, commits and integration of finished work do not.
+fn starts_session(att: &crate::store::AttemptRow, max_iterations: u32) -> bool {
+    match att.phase.as_str() {
+        "preparing" | "ready" | "session" | "session_retry" | "conflict" => true,
+        "red" => att.iteration < max_iterations,
+        _ => false,
     }
 }
 

@@ -104,6 +104,7 @@ pub fn run(args: &DemoArgs) -> CommandResult {
             plan,
             fresh: false,
             clock: Arc::new(SystemClock),
+            until: None,
         },
         &mut observe,
     )?;

@@ -4,10 +4,13 @@ pub mod clean;
 pub mod demo;
 pub mod init;
 pub mod log;
+pub mod pause;
 pub mod restore;
 pub mod run;
 pub mod status;
 pub mod stop;
+pub mod testclock;
+pub mod wait;
 
 use std::path::{Path, PathBuf};
 
