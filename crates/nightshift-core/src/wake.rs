@@ -168,7 +168,10 @@ mod tests {
             graceful: false,
             halt_reason: None,
         });
-        assert_eq!(classify(&op, WaitFor::Finished).map(|w| w.exit_code), Some(0));
+        assert_eq!(
+            classify(&op, WaitFor::Finished).map(|w| w.exit_code),
+            Some(0)
+        );
         let rate = ev(EventKind::RunPaused {
             reason: "rate_limited: a hit its usage limit".into(),
             until: 1,

@@ -636,7 +636,9 @@ impl Ctx<'_> {
         for (key, value) in raw.unwrap_or_default() {
             if key.get_ref() == "file" {
                 if value.get_ref().trim().is_empty() {
-                    return Err(self.error(value.span(), "`file` in [gates] is empty").into());
+                    return Err(self
+                        .error(value.span(), "`file` in [gates] is empty")
+                        .into());
                 }
                 file = Some(PathBuf::from(value.into_inner()));
                 continue;

@@ -765,7 +765,9 @@ const ITEM: &str = "[[item]]\nid = \"a\"\nprompt = \"p\"\n";
 fn gates_take_modes_and_budget_mode_is_an_alias() -> TestResult {
     use crate::gate::GateMode;
     let config = parse(
-        &format!("{HEAD}[gates]\nstall = \"off\"\nadequacy = \"log\"\nfile = \"gates.toml\"\n{ITEM}"),
+        &format!(
+            "{HEAD}[gates]\nstall = \"off\"\nadequacy = \"log\"\nfile = \"gates.toml\"\n{ITEM}"
+        ),
         FILE_NAME,
     )?;
     assert_eq!(config.gates.mode("stall"), GateMode::Off);
@@ -780,7 +782,10 @@ fn gates_take_modes_and_budget_mode_is_an_alias() -> TestResult {
         FILE_NAME,
     )?;
     assert_eq!(config.gates.mode("budget"), GateMode::Log);
-    let config = parse(&format!("{HEAD}[gates]\nbudget = \"off\"\n{ITEM}"), FILE_NAME)?;
+    let config = parse(
+        &format!("{HEAD}[gates]\nbudget = \"off\"\n{ITEM}"),
+        FILE_NAME,
+    )?;
     assert_eq!(config.budget.mode, BudgetMode::Warn);
     Ok(())
 }

@@ -375,7 +375,9 @@ impl Engine<'_> {
             if let Some(item) = items.iter().find(|i| i.state == "running") {
                 let number = item.current_attempt.unwrap_or(0);
                 if let Some(attempt) = self.store.attempt(&run_id, &item.id, number)? {
-                    if self.deadline_passed() && starts_session(&attempt, self.run()?.max_iterations) {
+                    if self.deadline_passed()
+                        && starts_session(&attempt, self.run()?.max_iterations)
+                    {
                         return self.deadline_stop();
                     }
                     self.step(item, &attempt)?;
@@ -437,8 +439,7 @@ impl Engine<'_> {
         let Some(until) = self.run()?.paused_until else {
             return Ok(());
         };
-        let operator =
-            self.run()?.pause_reason.as_deref() == Some(crate::control::OPERATOR_PAUSE);
+        let operator = self.run()?.pause_reason.as_deref() == Some(crate::control::OPERATOR_PAUSE);
         loop {
             if crate::stop::requested().is_some() {
                 return Ok(());

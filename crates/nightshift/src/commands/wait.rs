@@ -35,16 +35,18 @@ pub fn run(args: &WaitArgs) -> CommandResult {
     };
     let timeout = match &args.timeout {
         None => None,
-        Some(text) => Some(nightshift_core::config::parse_duration(text).map_err(|reason| {
-            CommandError::new(
-                ExitClass::Invariant,
-                format!("read --timeout `{text}`: {reason}"),
-            )
-            .hint(format!(
-                "give a duration such as {}",
-                nightshift_core::config::DURATION_FORMS
-            ))
-        })?),
+        Some(text) => Some(
+            nightshift_core::config::parse_duration(text).map_err(|reason| {
+                CommandError::new(
+                    ExitClass::Invariant,
+                    format!("read --timeout `{text}`: {reason}"),
+                )
+                .hint(format!(
+                    "give a duration such as {}",
+                    nightshift_core::config::DURATION_FORMS
+                ))
+            })?,
+        ),
     };
     let ws = super::workspace(&args.repo)?;
     let started = Instant::now();
