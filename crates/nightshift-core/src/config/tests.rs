@@ -269,7 +269,7 @@ fn unknown_top_level_key() {
         &source,
         (2, 1),
         "items",
-        "unknown field `items`, expected one of `plan`, `agent`, `check`, `limits`, `integrate`, `worktree`, `item`",
+        "unknown field `items`, expected one of `plan`, `agent`, `check`, `limits`, `integrate`, `worktree`, ",
         "see `nightshift init` for a commented example",
     );
 }
