@@ -366,9 +366,12 @@ impl Engine<'_> {
             }
             self.reload_gates()?;
             self.operator_pause()?;
-            self.wait_out_pause()?;
+            self.wait_pause(true)?;
             if crate::stop::requested().is_some() {
                 continue; // asked while paused: stop at the top of the loop
+            }
+            if self.deadline_passed() && self.run()?.paused_until.is_some() {
+                return self.deadline_stop(); // the deadline passed during a pause
             }
             let run_id = self.run_id();
             let items = self.store.items(&run_id)?;
@@ -436,12 +439,19 @@ impl Engine<'_> {
     /// pause) is over. The pause is in the journal, so a crash during it resumes the wait, not
     /// the work. A stop asked for meanwhile ends the wait (the pause stays recorded).
     fn wait_out_pause(&mut self) -> Result<(), EngineError> {
+        self.wait_pause(false)
+    }
+
+    /// [`Engine::wait_out_pause`]; with `at_deadline`, the `--until` deadline also ends the
+    /// wait (the scheduler then stops `deadline_reached`).
+    fn wait_pause(&mut self, at_deadline: bool) -> Result<(), EngineError> {
         let Some(until) = self.run()?.paused_until else {
             return Ok(());
         };
         let operator = self.run()?.pause_reason.as_deref() == Some(crate::control::OPERATOR_PAUSE);
         loop {
-            if crate::stop::requested().is_some() {
+            // A stop, or the `--until` deadline, ends the wait; the pause stays recorded.
+            if crate::stop::requested().is_some() || (at_deadline && self.deadline_passed()) {
                 return Ok(());
             }
             if operator {

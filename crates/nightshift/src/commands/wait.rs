@@ -50,7 +50,7 @@ pub fn run(args: &WaitArgs) -> CommandResult {
     };
     let ws = super::workspace(&args.repo)?;
     let started = Instant::now();
-    let mut store = super::read_store(&ws)?;
+    let mut store = ready_store(&ws, started)?;
     let mut after = 0;
     if let Some(store) = &store {
         after = store.last_seq()?;
@@ -72,7 +72,7 @@ pub fn run(args: &WaitArgs) -> CommandResult {
     );
     loop {
         if store.is_none() {
-            store = super::read_store(&ws)?;
+            store = ready_store(&ws, started)?;
         }
         if let Some(store) = &store {
             loop {
@@ -92,6 +92,25 @@ pub fn run(args: &WaitArgs) -> CommandResult {
             return Ok(emit(None, None));
         }
         std::thread::sleep(POLL);
+    }
+}
+
+/// The store once it can be read: an engine may be creating it this very moment (the file
+/// exists before its tables), so an unreadable journal counts as "not yet" for a while.
+fn ready_store(
+    ws: &nightshift_core::workspace::Workspace,
+    started: Instant,
+) -> Result<Option<nightshift_core::store::Store>, CommandError> {
+    const GRACE: Duration = Duration::from_secs(10);
+    match super::read_store(ws) {
+        Ok(Some(store)) => match store.last_seq() {
+            Ok(_) => Ok(Some(store)),
+            Err(_) if started.elapsed() < GRACE => Ok(None),
+            Err(e) => Err(e.into()),
+        },
+        Ok(None) => Ok(None),
+        Err(_) if started.elapsed() < GRACE => Ok(None),
+        Err(e) => Err(e),
     }
 }
 

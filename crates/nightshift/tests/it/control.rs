@@ -450,3 +450,30 @@ fn gate_config_errors_are_located() {
         "safety gate and can only be \"enforce\"",
     );
 }
+
+#[test]
+fn the_deadline_passing_during_a_pause_stops_the_run_deadline_reached() {
+    let repo = Repo::new(&project());
+    let _agent = Held::configure(&repo, &["a"], "false", SOLVE, 1, 1, "");
+    let now = repo.agent_dir.join("now");
+    std::fs::write(&now, "2026-01-01T06:59:00Z").unwrap();
+    assert_eq!(repo.run(&["pause"]).status.code(), Some(0));
+    let mut run = repo
+        .cmd(&["run", "--until", "07:00"])
+        .env("NIGHTSHIFT_FAKE_NOW_FILE", now.display().to_string())
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    until_journal(&repo, "the operator pause", |all| {
+        all.iter()
+            .any(|e| matches!(e.kind, EventKind::RunPaused { .. }))
+    });
+    std::fs::write(&now, "2026-01-01T07:00:01Z").unwrap();
+    assert_eq!(run.wait().unwrap().code(), Some(19));
+    assert!(
+        !kinds(&repo).contains(&"attempt_started".to_owned()),
+        "{:?}",
+        kinds(&repo)
+    );
+    assert_eq!(repo.item_state("a"), "queued");
+}
