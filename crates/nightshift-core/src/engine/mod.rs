@@ -539,13 +539,20 @@ impl Engine<'_> {
             // docs and the file itself.
             Some(Ok(_)) => {}
             Some(Err(error)) => {
-                self.record(EventKind::GateWarned {
-                    gate: "gates_file".into(),
-                    class: crate::gate::GateClass::Process.as_str().into(),
-                    detail: format!("ignored (modes unchanged): {error}"),
-                })?;
+                self.gate_warn("gates_file", format!("ignored (modes unchanged): {error}"))?;
             }
         }
+        Ok(())
+    }
+
+    /// Journals that gate `gate` tripped in `log` mode and did not act (`gate_warned`, counted
+    /// per class by health). Guards call it when `self.config.gates.mode(gate)` is `Log`.
+    pub(super) fn gate_warn(&mut self, gate: &str, detail: String) -> Result<(), EngineError> {
+        self.record(EventKind::GateWarned {
+            gate: gate.into(),
+            class: crate::gate::Gates::class(gate).as_str().into(),
+            detail,
+        })?;
         Ok(())
     }
 }

@@ -477,3 +477,52 @@ fn the_deadline_passing_during_a_pause_stops_the_run_deadline_reached() {
     );
     assert_eq!(repo.item_state("a"), "queued");
 }
+
+#[test]
+fn the_gates_file_sets_process_gates_and_cannot_reach_a_product_gate() {
+    let repo = Repo::new(&project());
+    repo.agent(
+        "spend",
+        "busy 400ms usage-per-turn=300 interval=20ms\nwrite done/spend <<EOF\nok\nEOF\n",
+    );
+    let config = plan(&repo, &["spend"], 1, 1)
+        .replace("command = [", "format = \"claude-stream\"\ncommand = [")
+        .replace("[limits]\n", "[limits]\nsession_tokens = 1000\n");
+    repo.configure(&format!(
+        "{config}\n[gates]\nfile = \".nightshift/gates.toml\"\n"
+    ));
+    std::fs::create_dir_all(repo.root.join(".nightshift")).unwrap();
+    std::fs::write(
+        repo.root.join(".nightshift/gates.toml"),
+        "budget = \"log\"\n",
+    )
+    .unwrap();
+    let out = repo.run(&["run"]);
+    assert_eq!(out.status.code(), Some(10), "{}", text(&out));
+    let warned: Vec<String> = events(&repo)
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::GateWarned { gate, .. } => Some(gate.clone()),
+            _ => None,
+        })
+        .collect();
+    assert!(warned.contains(&"budget".to_owned()), "{warned:?}");
+
+    // A file naming a product gate is ignored (the modes stay) and journaled.
+    std::fs::write(
+        repo.root.join(".nightshift/gates.toml"),
+        "adequacy = \"log\"\n",
+    )
+    .unwrap();
+    let out = repo.run(&["run", "--fresh"]);
+    assert_eq!(out.status.code(), Some(10), "{}", text(&out));
+    let file_warning = events(&repo).iter().find_map(|e| match &e.kind {
+        EventKind::GateWarned { gate, detail, .. } if gate == "gates_file" => Some(detail.clone()),
+        _ => None,
+    });
+    assert!(
+        file_warning.is_some_and(|d| d.contains("only nightshift.toml can set its mode")),
+        "{:?}",
+        kinds(&repo)
+    );
+}
