@@ -74,7 +74,6 @@ pub struct GateSpec {
 const ALL_MODES: &[GateMode] = &[GateMode::Enforce, GateMode::Log, GateMode::Off];
 const NOT_OFF: &[GateMode] = &[GateMode::Enforce, GateMode::Log];
 const ENFORCE_ONLY: &[GateMode] = &[GateMode::Enforce];
-const ENFORCE_OR_OFF: &[GateMode] = &[GateMode::Enforce, GateMode::Off];
 
 /// Every gate nightshift knows. Add a gate here before consulting its mode.
 pub const REGISTRY: &[GateSpec] = &[
@@ -84,12 +83,10 @@ pub const REGISTRY: &[GateSpec] = &[
         modes: ALL_MODES,
         what: "a session crossing a hard budget limit is ended over_budget",
     },
-    // `log` for stall needs the session loop to report silence without ending the session;
-    // until then it is `enforce` or `off` (no stall detection).
     GateSpec {
         name: "stall",
         class: GateClass::Process,
-        modes: ENFORCE_OR_OFF,
+        modes: ALL_MODES,
         what: "a silent session is nudged, then ended stalled",
     },
     GateSpec {

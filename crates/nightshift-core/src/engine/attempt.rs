@@ -267,6 +267,7 @@ impl Engine<'_> {
                 .then_some(self.config.session.stall_grace),
             budget: self.session_budget(item)?,
             enforce_budget: self.config.gates.mode("budget") == crate::gate::GateMode::Enforce,
+            log_stall: self.config.gates.mode("stall") == crate::gate::GateMode::Log,
             clock: self.clock.clone(),
         };
         let end = {
@@ -278,6 +279,7 @@ impl Engine<'_> {
                 ws: &self.ws,
                 run_id: &run_id,
                 budget_gate: self.config.gates.mode("budget"),
+                stall_gate: self.config.gates.mode("stall"),
             };
             let enforced = packet.enforce_budget;
             let (item_id, attempt) = (att.item.clone(), att.attempt);

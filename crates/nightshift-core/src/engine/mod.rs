@@ -180,6 +180,8 @@ pub(crate) struct Journal<'a, 'o> {
     pub run_id: &'a str,
     /// The budget gate's mode: in `log`, a trip is also a `gate_warned`.
     pub budget_gate: crate::gate::GateMode,
+    /// The stall gate's mode: in `log`, silence past the grace is a `gate_warned`.
+    pub stall_gate: crate::gate::GateMode,
 }
 
 impl Journal<'_, '_> {
@@ -247,6 +249,16 @@ impl Journal<'_, '_> {
                         ),
                     })?;
                 }
+            }
+            SessionEvent::Stalled { silence } if self.stall_gate == crate::gate::GateMode::Log => {
+                self.record(EventKind::GateWarned {
+                    gate: "stall".into(),
+                    class: crate::gate::Gates::class("stall").as_str().into(),
+                    detail: format!(
+                        "{item}: silent for {}; the session goes on",
+                        crate::config::format_duration(silence)
+                    ),
+                })?;
             }
             SessionEvent::Stalled { .. } | SessionEvent::RateLimited { .. } => {}
         }

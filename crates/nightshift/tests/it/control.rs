@@ -526,3 +526,29 @@ fn the_gates_file_sets_process_gates_and_cannot_reach_a_product_gate() {
         kinds(&repo)
     );
 }
+
+#[test]
+fn the_stall_gate_in_log_mode_warns_about_silence_and_lets_the_session_finish() {
+    let repo = Repo::new(&project());
+    repo.agent("quiet", "go-silent 2s\nwrite done/quiet <<EOF\nok\nEOF\n");
+    let config = plan(&repo, &["quiet"], 1, 1).replace(
+        "[limits]\n",
+        "[limits]\nstall_grace = \"200ms\"\nkill_grace = \"200ms\"\n",
+    );
+    repo.configure(&format!("{config}\n[gates]\nstall = \"log\"\n"));
+    let out = repo.run(&["run"]);
+    assert_eq!(out.status.code(), Some(10), "{}", text(&out));
+    let all = events(&repo);
+    assert!(
+        all.iter().any(
+            |e| matches!(&e.kind, EventKind::GateWarned { gate, class, .. } if gate == "stall" && class == "process")
+        ),
+        "{:?}",
+        kinds(&repo)
+    );
+    assert!(
+        !kinds(&repo).contains(&"session_nudged".to_owned()),
+        "a logged stall gate neither nudges nor ends the session"
+    );
+    assert_eq!(repo.shipped_items(), vec!["quiet".to_owned()]);
+}
