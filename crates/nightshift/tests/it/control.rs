@@ -552,3 +552,18 @@ fn the_stall_gate_in_log_mode_warns_about_silence_and_lets_the_session_finish() 
     );
     assert_eq!(repo.shipped_items(), vec!["quiet".to_owned()]);
 }
+
+#[test]
+fn a_bad_until_is_refused_before_anything_is_written() {
+    let repo = Repo::new(&project());
+    repo.agent("default", NEVER_SOLVES);
+    repo.configure(&plan(&repo, &["a"], 1, 1));
+    let out = repo.run(&["run", "--until", "seven"]);
+    assert_eq!(out.status.code(), Some(20), "{}", text(&out));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("neither a local time like 07:00"),
+        "{stderr}"
+    );
+    assert!(!repo.root.join(".nightshift").exists());
+}
