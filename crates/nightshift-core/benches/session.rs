@@ -40,6 +40,7 @@ fn packet(dir: &std::path::Path, script: &str, timeout: Duration) -> SessionPack
         stall_grace: None,
         budget: Budget::default(),
         enforce_budget: true,
+        log_stall: false,
         clock: Arc::new(SystemClock),
     }
 }

@@ -36,6 +36,13 @@ pub enum Command {
     /// Check that a receipt's verdict still holds: verify its signature, re-run its check at the
     /// recorded commit (no agent, no budget), compare fingerprints. MATCH, or exit 13.
     Replay(ReplayArgs),
+    /// Block until the run needs someone (an item parked, a person required, the run halted),
+    /// print that event as one JSON line, and exit with its class.
+    Wait(WaitArgs),
+    /// Pause the run: the step in flight finishes, then nothing new starts until `resume`.
+    Pause(PauseArgs),
+    /// Withdraw a `pause`: the run goes on.
+    Resume(PauseArgs),
 }
 
 /// Where to find the repository.
@@ -65,6 +72,10 @@ pub struct RunArgs {
     /// Print one JSON object per journal event instead of progress lines.
     #[arg(long)]
     pub json: bool,
+    /// No new session or attempt after this time (local `HH:MM`, or RFC 3339); the run then
+    /// stops `deadline_reached` (exit 19), its work preserved and resumable.
+    #[arg(long, value_name = "TIME")]
+    pub until: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -180,4 +191,26 @@ pub struct ReplayArgs {
     /// One JSON object on stdout.
     #[arg(long)]
     pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct WaitArgs {
+    #[command(flatten)]
+    pub repo: RepoArgs,
+    /// What wakes it: `actionable` (parked, person required, halted), `finished` (halted or
+    /// stopped), `any` (those and every pause).
+    #[arg(long = "for", value_name = "WHAT", default_value = "actionable", value_parser = ["actionable", "finished", "any"])]
+    pub for_: String,
+    /// Give up after this long (e.g. 30s, 8h): prints `"wake": "timeout"` and exits 19.
+    #[arg(long, value_name = "DURATION")]
+    pub timeout: Option<String>,
+    /// Print the JSON Schema of the printed line.
+    #[arg(long, hide = true)]
+    pub json_schema: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct PauseArgs {
+    #[command(flatten)]
+    pub repo: RepoArgs,
 }

@@ -10,6 +10,8 @@ use nightshift_core::store::{ItemRow, RunRow};
 pub const STATUS_VERSION: u32 = 1;
 /// The version of the `log --json` line shape.
 pub const LOG_VERSION: u32 = 1;
+/// The version of the `wait` line shape.
+pub const WAIT_VERSION: u32 = 1;
 
 /// `nightshift status --json`.
 #[derive(Debug, Serialize, JsonSchema)]
@@ -165,4 +167,25 @@ pub struct Replay {
     /// `objective_unverified` unless `result` is `match`.
     pub halt_reason: Option<String>,
     pub detail: Option<String>,
+}
+
+/// The one line `nightshift wait` prints.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct WaitLine {
+    /// Shape version; bumped on any incompatible change.
+    pub version: u32,
+    /// Why it woke: `parked`, `human_required`, `paused`, `finished`, or `timeout`.
+    pub wake: String,
+    /// The exit code `wait` leaves with (see docs/exit-codes.md).
+    pub exit_code: i32,
+    /// For `finished`: the halt reason (`operator_stop` for an operator's stop).
+    pub halt_reason: Option<String>,
+    /// The journal event that woke it, as `log --json` prints events (without `version`);
+    /// null on timeout.
+    pub event: Option<serde_json::Value>,
+}
+
+/// The schema of the `wait` line.
+pub fn wait_schema() -> schemars::Schema {
+    schemars::schema_for!(WaitLine)
 }

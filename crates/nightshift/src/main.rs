@@ -47,6 +47,9 @@ fn main() -> ExitCode {
         Command::Stop(args) => commands::stop::run(&args),
         Command::Loop(args) => commands::fixpoint::run(&args),
         Command::Replay(args) => commands::replay::run(&args),
+        Command::Wait(args) => commands::wait::run(&args),
+        Command::Pause(args) => commands::pause::pause(&args),
+        Command::Resume(args) => commands::pause::resume(&args),
     };
     match result {
         Ok(code) => exit(code),

@@ -104,6 +104,32 @@ pub fn event_line(event: &Event) -> Option<String> {
         } => {
             format!("{item}: warning: housekeeping of attempt {attempt}: {error}")
         }
+        EventKind::ItemParked { item, reason } => format!("{item}: parked: {reason}"),
+        EventKind::DeadlineSet { until, given } => format!(
+            "no new work after {given} ({})",
+            jiff::Timestamp::from_second(*until)
+                .map(|t| t.to_string())
+                .unwrap_or_default()
+        ),
+        EventKind::RunPaused { reason, .. }
+            if reason == nightshift_core::control::OPERATOR_PAUSE =>
+        {
+            "paused by the operator: the step in flight is done; `nightshift resume` goes on"
+                .to_owned()
+        }
+        EventKind::RunStopped {
+            halt_reason: Some(halt),
+            ..
+        } => format!(
+            "run {} stopped: {halt} (exit {}); the work in flight is preserved, `nightshift run` resumes",
+            event.run_id,
+            halt.class().code()
+        ),
+        EventKind::GateWarned {
+            gate,
+            class,
+            detail,
+        } => format!("warning: {class} gate `{gate}` (log mode): {detail}"),
         EventKind::RunFinished {
             halt_reason,
             exit_code,
@@ -133,6 +159,16 @@ pub fn status(run: &RunRow, items: &[ItemRow]) -> String {
         run.target,
         run.started_at
     );
+    if run.is_running()
+        && let Some(reason) = &run.pause_reason
+    {
+        let until = run
+            .paused_until
+            .filter(|u| *u != nightshift_core::control::UNTIL_RESUMED)
+            .and_then(|u| jiff::Timestamp::from_second(u).ok())
+            .map_or_else(|| "until resumed".to_owned(), |t| format!("until {t}"));
+        let _ = writeln!(out, "paused ({reason}) {until}");
+    }
     let width = items.iter().map(|i| i.id.len()).max().unwrap_or(4).max(4);
     for i in items {
         let detail = match i.state.as_str() {

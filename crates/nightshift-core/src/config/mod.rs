@@ -74,6 +74,8 @@ pub struct Config {
     pub session: SessionLimits,
     /// Work bounds per session, item and run (`[limits]`).
     pub budget: BudgetLimits,
+    /// Gate modes (`[gates]`, and the gates file for process gates).
+    pub gates: crate::gate::Gates,
     /// Files and directories (usually gitignored) copied from the repository root into every
     /// attempt's worktree (`[worktree] seed`).
     pub seed: Vec<PathBuf>,

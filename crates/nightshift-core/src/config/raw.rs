@@ -32,6 +32,7 @@ struct RawConfig {
     integrate: Option<RawIntegrate>,
     worktree: Option<RawWorktree>,
     guards: Option<RawGuards>,
+    gates: Option<std::collections::BTreeMap<Spanned<String>, Spanned<String>>>,
     item: Option<Vec<Spanned<RawItem>>>,
 }
 
@@ -156,7 +157,13 @@ impl Ctx<'_> {
     fn validate(&self, raw: RawConfig) -> Result<Config, Box<SourceError>> {
         let agent = self.agent(raw.agent)?;
         let check = self.check(raw.check)?;
-        let (limits, session, budget) = self.limits(raw.limits)?;
+        let budget_mode_span = raw
+            .limits
+            .as_ref()
+            .and_then(|l| l.budget_mode.as_ref())
+            .map(Spanned::span);
+        let (limits, session, mut budget) = self.limits(raw.limits)?;
+        let gates = self.gates(raw.gates, &mut budget, budget_mode_span)?;
         let integrate = self.integrate(raw.integrate)?;
         let seed = self.seed(raw.worktree)?;
         let guards = self.guards(raw.guards)?;
@@ -211,6 +218,7 @@ impl Ctx<'_> {
             limits,
             session,
             budget,
+            gates,
             seed,
             integrate,
             guards,
@@ -702,6 +710,72 @@ impl Ctx<'_> {
             done,
             pr_command,
         })
+    }
+
+    /// `[gates]`: `gate = "enforce" | "log" | "off"` per known gate, and `file = "…"` (a gates
+    /// file for process gates, re-read when it changes). `[limits] budget_mode` is an alias of
+    /// `budget`: `warn` is `log`.
+    fn gates(
+        &self,
+        raw: Option<std::collections::BTreeMap<Spanned<String>, Spanned<String>>>,
+        budget: &mut BudgetLimits,
+        budget_mode_span: Option<Range<usize>>,
+    ) -> Result<crate::gate::Gates, Box<SourceError>> {
+        use crate::gate::GateMode;
+        let mut modes = std::collections::BTreeMap::new();
+        if budget.mode == BudgetMode::Warn {
+            modes.insert("budget".to_owned(), GateMode::Log);
+        }
+        let mut file = None;
+        for (key, value) in raw.unwrap_or_default() {
+            if key.get_ref() == "file" {
+                if value.get_ref().trim().is_empty() {
+                    return Err(self
+                        .error(value.span(), "`file` in [gates] is empty")
+                        .into());
+                }
+                file = Some(PathBuf::from(value.into_inner()));
+                continue;
+            }
+            let mode = crate::gate::check_mode(key.get_ref(), value.get_ref(), false).map_err(
+                |message| {
+                    let span = if crate::gate::spec(key.get_ref()).is_none() {
+                        key.span()
+                    } else {
+                        value.span()
+                    };
+                    self.error(span, format!("{message} (in [gates])"))
+                        .with_help("see the [gates] section of docs/config.md")
+                },
+            )?;
+            if key.get_ref() == "budget"
+                && let Some(span) = &budget_mode_span
+            {
+                let alias = if budget.mode == BudgetMode::Warn {
+                    GateMode::Log
+                } else {
+                    GateMode::Enforce
+                };
+                if alias != mode {
+                    return Err(self
+                        .error(
+                            span.clone(),
+                            "`budget_mode` in [limits] disagrees with `budget` in [gates]",
+                        )
+                        .with_help("`budget_mode` is an older name of the budget gate: keep one")
+                        .into());
+                }
+            }
+            modes.insert(key.into_inner(), mode);
+        }
+        if let Some(mode) = modes.get("budget") {
+            budget.mode = if *mode == GateMode::Enforce {
+                BudgetMode::Enforce
+            } else {
+                BudgetMode::Warn
+            };
+        }
+        Ok(crate::gate::Gates::new(modes, file))
     }
 
     /// `[worktree] seed`: relative paths inside the repository, never the root itself.

@@ -85,6 +85,7 @@ fn full_example_parses_with_its_values() -> TestResult {
             },
             session: SessionLimits::default(),
             budget: BudgetLimits::default(),
+            gates: crate::gate::Gates::default(),
             seed: Vec::new(),
             integrate: IntegrateConfig {
                 target: Some("main".into()),
@@ -764,4 +765,67 @@ fn worktree_seeds_are_paths_inside_the_repository() -> TestResult {
         );
     }
     Ok(())
+}
+
+const ITEM: &str = "[[item]]\nid = \"a\"\nprompt = \"p\"\n";
+
+#[test]
+fn gates_take_modes_and_budget_mode_is_an_alias() -> TestResult {
+    use crate::gate::GateMode;
+    let config = parse(
+        &format!(
+            "{HEAD}[gates]\nstall = \"off\"\nadequacy = \"log\"\nfile = \"gates.toml\"\n{ITEM}"
+        ),
+        FILE_NAME,
+    )?;
+    assert_eq!(config.gates.mode("stall"), GateMode::Off);
+    assert_eq!(config.gates.mode("adequacy"), GateMode::Log);
+    assert_eq!(config.gates.mode("budget"), GateMode::Enforce);
+    assert_eq!(
+        config.gates.file(),
+        Some(std::path::Path::new("gates.toml"))
+    );
+    let config = parse(
+        &format!("{HEAD}[limits]\nbudget_mode = \"warn\"\n{ITEM}"),
+        FILE_NAME,
+    )?;
+    assert_eq!(config.gates.mode("budget"), GateMode::Log);
+    let config = parse(
+        &format!("{HEAD}[gates]\nbudget = \"off\"\n{ITEM}"),
+        FILE_NAME,
+    )?;
+    assert_eq!(config.budget.mode, BudgetMode::Warn);
+    Ok(())
+}
+
+#[test]
+fn gate_errors_are_located() {
+    assert_error(
+        &format!("{HEAD}[gates]\nstal = \"log\"\n{ITEM}"),
+        (6, 1),
+        "stal",
+        "unknown gate `stal`",
+        "[gates]",
+    );
+    assert_error(
+        &format!("{HEAD}[gates]\nadequacy = \"off\"\n{ITEM}"),
+        (6, 12),
+        "\"off\"",
+        "product gate and can only be \"enforce\" or \"log\"",
+        "[gates]",
+    );
+    assert_error(
+        &format!("{HEAD}[gates]\nblocked_paths = \"log\"\n{ITEM}"),
+        (6, 17),
+        "\"log\"",
+        "safety gate and can only be \"enforce\"",
+        "[gates]",
+    );
+    assert_error(
+        &format!("{HEAD}[limits]\nbudget_mode = \"warn\"\n[gates]\nbudget = \"enforce\"\n{ITEM}"),
+        (6, 15),
+        "\"warn\"",
+        "disagrees",
+        "older name",
+    );
 }

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use super::{Engine, EngineError, Journal, io_err, launch, prompt};
 use crate::check;
-use crate::config::{AgentKind, BudgetMode, Strategy};
+use crate::config::{AgentKind, Strategy};
 use crate::failpoint;
 use crate::git::MergeOutcome;
 use crate::halt::HaltReason;
@@ -318,9 +318,11 @@ impl Engine<'_> {
                 tail_bytes: AGENT_TAIL,
             },
             parser: launch::parser_name(&self.config.agent).and_then(crate::agent::parser_for),
-            stall_grace: Some(self.config.session.stall_grace),
+            stall_grace: (self.config.gates.mode("stall") != crate::gate::GateMode::Off)
+                .then_some(self.config.session.stall_grace),
             budget: self.session_budget(item)?,
-            enforce_budget: self.config.budget.mode == BudgetMode::Enforce,
+            enforce_budget: self.config.gates.mode("budget") == crate::gate::GateMode::Enforce,
+            log_stall: self.config.gates.mode("stall") == crate::gate::GateMode::Log,
             clock: self.clock.clone(),
         };
         let end = {
@@ -331,6 +333,8 @@ impl Engine<'_> {
                 clock: self.clock.as_ref(),
                 ws: &self.ws,
                 run_id: &run_id,
+                budget_gate: self.config.gates.mode("budget"),
+                stall_gate: self.config.gates.mode("stall"),
             };
             let enforced = packet.enforce_budget;
             let (item_id, attempt) = (att.item.clone(), att.attempt);
@@ -517,7 +521,7 @@ impl Engine<'_> {
     /// Before a session: a spent item budget parks the item, a spent run budget halts the run.
     /// Returns whether the session must not start.
     fn budget_gate(&mut self, item: &ItemRow, att: &AttemptRow) -> Result<bool, EngineError> {
-        if self.config.budget.mode != BudgetMode::Enforce {
+        if self.config.gates.mode("budget") != crate::gate::GateMode::Enforce {
             return Ok(false);
         }
         let b = self.config.budget;
@@ -592,10 +596,24 @@ impl Engine<'_> {
             return Ok(());
         }
         let results = self.read_results(&worktree, &log);
-        let guards = match stage {
+        let mut guards = match stage {
             CheckStage::Work => self.evaluate_guards(item, att, results.as_ref(), result.green)?,
             CheckStage::Merged => Vec::new(),
         };
+        // A gate in `log` mode turns its guards' failures into warnings (never `blocked_paths`,
+        // which the config only lets enforce).
+        for verdict in &mut guards {
+            let gate = crate::guard::gate_of(&verdict.guard);
+            if verdict.state == crate::guard::GuardState::Fail
+                && self.config.gates.mode(gate) == crate::gate::GateMode::Log
+            {
+                verdict.state = crate::guard::GuardState::Logged;
+                self.gate_warn(
+                    gate,
+                    format!("{}: {}: {}", att.item, verdict.guard, verdict.detail),
+                )?;
+            }
+        }
         // The tree this verdict is about (not with `protect_tests` swapping files in): a
         // second verdict on a tree must repeat the first, and a merged tree that lands is the
         // next attempt's base, whose results the guards then compare against.
@@ -607,9 +625,15 @@ impl Engine<'_> {
                     .tree_of(att.merged.as_deref().unwrap_or_default())?,
             ),
         };
-        let untrusted = tree
+        let mut untrusted = tree
             .as_deref()
             .and_then(|t| self.contradicts_earlier(item, t, result.green, results.as_ref()));
+        if let Some(why) = &untrusted
+            && self.config.gates.mode("determinism") == crate::gate::GateMode::Log
+        {
+            self.gate_warn("determinism", format!("{}: {why}", att.item))?;
+            untrusted = None;
+        }
         if let Some(tree) = &tree {
             self.cache_baseline(item, tree, result.green, results.as_ref());
         }

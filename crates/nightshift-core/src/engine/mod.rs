@@ -37,6 +37,17 @@ pub struct RunOptions {
     /// The one-item fixpoint (`nightshift loop`): no parked pass, and the halt says why the
     /// item ended (`success_condition_met`, `max_iterations_reached`, a guard, no progress…).
     pub loop_mode: bool,
+    /// `run --until`: no new session or attempt after this time; the run then stops
+    /// `deadline_reached`, resumable. `None` keeps the deadline the run journaled, if any.
+    pub until: Option<Until>,
+}
+
+/// A `--until` deadline.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Until {
+    pub at: jiff::Timestamp,
+    /// As the operator wrote it (`07:00`).
+    pub given: String,
 }
 
 /// How a run ended.
@@ -123,6 +134,7 @@ pub fn run(opts: RunOptions, observe: &mut dyn FnMut(&Event)) -> Result<RunSumma
         common_dir,
         last_alert: None,
         loop_mode: opts.loop_mode,
+        deadline: None,
     };
     // Before anything looks at a worktree: nothing a killed engine left running may still be
     // writing in one, and no lock a killed git left may block it.
@@ -132,6 +144,7 @@ pub fn run(opts: RunOptions, observe: &mut dyn FnMut(&Event)) -> Result<RunSumma
     let run_id = engine.run()?.id.clone();
     let _ = lock.describe(&format!("{holder}, run {run_id}"));
     engine.reconcile_teardowns()?;
+    engine.open_deadline(opts.until)?;
     let halt = engine.drive()?;
     let items = engine.store.items(&run_id)?;
     drop(lock);
@@ -162,6 +175,8 @@ struct Engine<'o> {
     last_alert: Option<String>,
     /// `nightshift loop`: see [`RunOptions::loop_mode`].
     loop_mode: bool,
+    /// `--until` (epoch seconds): no new session or attempt after it.
+    deadline: Option<i64>,
 }
 
 /// Journaling from inside a running session (borrows the engine's parts, not the engine).
@@ -171,6 +186,10 @@ pub(crate) struct Journal<'a, 'o> {
     pub clock: &'a dyn Clock,
     pub ws: &'a Workspace,
     pub run_id: &'a str,
+    /// The budget gate's mode: in `log`, a trip is also a `gate_warned`.
+    pub budget_gate: crate::gate::GateMode,
+    /// The stall gate's mode: in `log`, silence past the grace is a `gate_warned`.
+    pub stall_gate: crate::gate::GateMode,
 }
 
 impl Journal<'_, '_> {
@@ -227,6 +246,26 @@ impl Journal<'_, '_> {
                     used: c.used,
                     limit: c.limit,
                     enforced,
+                })?;
+                if !enforced && self.budget_gate == crate::gate::GateMode::Log {
+                    self.record(EventKind::GateWarned {
+                        gate: "budget".into(),
+                        class: crate::gate::Gates::class("budget").as_str().into(),
+                        detail: format!(
+                            "{item}: {:?} {:?} {:.2} of {:.2}; the session goes on",
+                            c.scope, c.metric, c.used, c.limit
+                        ),
+                    })?;
+                }
+            }
+            SessionEvent::Stalled { silence } if self.stall_gate == crate::gate::GateMode::Log => {
+                self.record(EventKind::GateWarned {
+                    gate: "stall".into(),
+                    class: crate::gate::Gates::class("stall").as_str().into(),
+                    detail: format!(
+                        "{item}: silent for {}; the session goes on",
+                        crate::config::format_duration(silence)
+                    ),
                 })?;
             }
             SessionEvent::Stalled { .. } | SessionEvent::RateLimited { .. } => {}
@@ -335,7 +374,7 @@ impl Engine<'_> {
     fn drive(&mut self) -> Result<HaltReason, EngineError> {
         loop {
             if let Some(request) = crate::stop::requested() {
-                self.stop(request == crate::stop::StopRequest::Graceful)?;
+                self.stop(request == crate::stop::StopRequest::Graceful, None)?;
                 return Ok(HaltReason::OperatorStop);
             }
             if let Some(halt) = self.halt_requested.take() {
@@ -345,17 +384,33 @@ impl Engine<'_> {
                 })?;
                 return Ok(halt);
             }
-            self.wait_out_pause()?;
+            self.reload_gates()?;
+            self.operator_pause()?;
+            self.wait_pause(true)?;
+            if crate::stop::requested().is_some() {
+                continue; // asked while paused: stop at the top of the loop
+            }
+            if self.deadline_passed() && self.run()?.paused_until.is_some() {
+                return self.deadline_stop(); // the deadline passed during a pause
+            }
             let run_id = self.run_id();
             let items = self.store.items(&run_id)?;
             if let Some(item) = items.iter().find(|i| i.state == "running") {
                 let number = item.current_attempt.unwrap_or(0);
                 if let Some(attempt) = self.store.attempt(&run_id, &item.id, number)? {
+                    if self.deadline_passed()
+                        && starts_session(&attempt, self.run()?.max_iterations)
+                    {
+                        return self.deadline_stop();
+                    }
                     self.step(item, &attempt)?;
                     continue;
                 }
             }
             if let Some(item) = items.iter().find(|i| i.state == "queued") {
+                if self.deadline_passed() {
+                    return self.deadline_stop();
+                }
                 self.start_attempt(item)?;
                 continue;
             }
@@ -369,6 +424,9 @@ impl Engine<'_> {
             let pass = self.run()?.pass;
             let shipped_this_pass = items.iter().any(|i| i.shipped_pass == Some(pass));
             if !self.loop_mode && !parked.is_empty() && (pass == 1 || shipped_this_pass) {
+                if self.deadline_passed() {
+                    return self.deadline_stop();
+                }
                 self.record(EventKind::PassStarted {
                     pass: pass + 1,
                     requeued: parked,
@@ -452,22 +510,135 @@ fn halted_by_integrity(item: &ItemRow) -> bool {
 }
 
 impl Engine<'_> {
-    /// Waits until a recorded pause (a usage limit's reset, an environment back-off) is over.
-    /// The pause is in the journal, so a crash during it resumes the wait, not the work.
+    /// Waits until a recorded pause (a usage limit's reset, an environment back-off, an operator
+    /// pause) is over. The pause is in the journal, so a crash during it resumes the wait, not
+    /// the work. A stop asked for meanwhile ends the wait (the pause stays recorded).
     fn wait_out_pause(&mut self) -> Result<(), EngineError> {
+        self.wait_pause(false)
+    }
+
+    /// [`Engine::wait_out_pause`]; with `at_deadline`, the `--until` deadline also ends the
+    /// wait (the scheduler then stops `deadline_reached`).
+    fn wait_pause(&mut self, at_deadline: bool) -> Result<(), EngineError> {
         let Some(until) = self.run()?.paused_until else {
             return Ok(());
         };
+        let operator = self.run()?.pause_reason.as_deref() == Some(crate::control::OPERATOR_PAUSE);
         loop {
+            // A stop, or the `--until` deadline, ends the wait; the pause stays recorded.
+            if crate::stop::requested().is_some() || (at_deadline && self.deadline_passed()) {
+                return Ok(());
+            }
+            if operator {
+                if !crate::control::pause_requested(&self.ws) {
+                    break;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(250));
+                continue;
+            }
             let now = self.clock.wall().as_second();
             if now >= until {
                 break;
             }
             let left = u64::try_from(until - now).unwrap_or(1);
-            std::thread::sleep(std::time::Duration::from_secs(left.min(5)));
+            std::thread::sleep(std::time::Duration::from_secs(left.min(1)));
         }
         self.record(EventKind::RunUnpaused)?;
         Ok(())
+    }
+
+    /// At a safe point: an operator pause asked for (`nightshift pause`) and not yet journaled
+    /// becomes a `run_paused` with reason `operator`, lasting until `nightshift resume`.
+    fn operator_pause(&mut self) -> Result<(), EngineError> {
+        if !crate::control::pause_requested(&self.ws) {
+            return Ok(());
+        }
+        if self.run()?.pause_reason.as_deref() == Some(crate::control::OPERATOR_PAUSE) {
+            return Ok(());
+        }
+        self.record(EventKind::RunPaused {
+            reason: crate::control::OPERATOR_PAUSE.into(),
+            until: crate::control::UNTIL_RESUMED,
+        })?;
+        Ok(())
+    }
+
+    /// The `--until` deadline: the one given now (journaled), else the one this run journaled
+    /// and no deadline stop has consumed yet.
+    fn open_deadline(&mut self, until: Option<Until>) -> Result<(), EngineError> {
+        if let Some(until) = until {
+            self.record(EventKind::DeadlineSet {
+                until: until.at.as_second(),
+                given: until.given,
+            })?;
+            self.deadline = Some(until.at.as_second());
+            return Ok(());
+        }
+        let run_id = self.run_id();
+        self.deadline = None;
+        for event in self
+            .store
+            .run_events(&run_id, &["deadline_set", "run_stopped"])?
+        {
+            match event.kind {
+                EventKind::DeadlineSet { until, .. } => self.deadline = Some(until),
+                EventKind::RunStopped {
+                    halt_reason: Some(HaltReason::DeadlineReached),
+                    ..
+                } => self.deadline = None,
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
+    fn deadline_passed(&self) -> bool {
+        self.deadline
+            .is_some_and(|d| self.clock.wall().as_second() >= d)
+    }
+
+    /// The deadline passed at a dispatch point: preserve the work in flight as a graceful stop
+    /// does, and stop `deadline_reached`, resumable.
+    fn deadline_stop(&mut self) -> Result<HaltReason, EngineError> {
+        self.stop(true, Some(HaltReason::DeadlineReached))?;
+        Ok(HaltReason::DeadlineReached)
+    }
+
+    /// At a safe point: re-read the gates file if it changed; a bad file keeps the modes in
+    /// force and is journaled as a warning.
+    fn reload_gates(&mut self) -> Result<(), EngineError> {
+        let root = self.ws.root().to_path_buf();
+        match self.config.gates.reload_if_changed(&root) {
+            None => {}
+            // A change of modes is not a warning; the modes in force are in `status`-adjacent
+            // docs and the file itself.
+            Some(Ok(_)) => {}
+            Some(Err(error)) => {
+                self.gate_warn("gates_file", format!("ignored (modes unchanged): {error}"))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Journals that gate `gate` tripped in `log` mode and did not act (`gate_warned`, counted
+    /// per class by health). Guards call it when `self.config.gates.mode(gate)` is `Log`.
+    pub(super) fn gate_warn(&mut self, gate: &str, detail: String) -> Result<(), EngineError> {
+        self.record(EventKind::GateWarned {
+            gate: gate.into(),
+            class: crate::gate::Gates::class(gate).as_str().into(),
+            detail,
+        })?;
+        Ok(())
+    }
+}
+
+/// Whether the next step of this attempt starts an agent session (new work, which a passed
+/// `--until` deadline does not allow); checks, commits and integration of finished work do not.
+fn starts_session(att: &crate::store::AttemptRow, max_iterations: u32) -> bool {
+    match att.phase.as_str() {
+        "preparing" | "ready" | "session" | "session_retry" | "conflict" => true,
+        "red" => att.iteration < max_iterations,
+        _ => false,
     }
 }
 

@@ -396,6 +396,10 @@ fn missing_facts(
     for g in guards.iter().filter(|g| g.verdict == GuardState::Fail) {
         missing.push(format!("guards: {} failed", g.name));
     }
+    // A failure its gate only logged is still a failure: not intact, so not a success.
+    for g in guards.iter().filter(|g| g.verdict == GuardState::Logged) {
+        missing.push(format!("guards: {} failed (logged, not enforced)", g.name));
+    }
     missing
 }
 
@@ -441,6 +445,7 @@ fn guard_verdicts(events: &[Event]) -> Vec<GuardVerdict> {
                         crate::guard::GuardState::Pass => GuardState::Pass,
                         crate::guard::GuardState::Fail => GuardState::Fail,
                         crate::guard::GuardState::NotRun => GuardState::NotRun,
+                        crate::guard::GuardState::Logged => GuardState::Logged,
                     },
                     detail: Some(g.detail.clone()),
                 })

@@ -77,6 +77,18 @@ impl Engine<'_> {
             keep_branch,
             halt,
         })?;
+        let parked = self
+            .store
+            .items(&run_id)?
+            .into_iter()
+            .find(|i| i.id == att.item)
+            .filter(|i| i.state == "parked");
+        if let Some(item) = parked {
+            self.record(EventKind::ItemParked {
+                item: item.id,
+                reason: item.reason.unwrap_or_default(),
+            })?;
+        }
         self.teardown_attempt(&run_id, &att.item, att.attempt)
     }
 
@@ -301,14 +313,21 @@ impl Engine<'_> {
     /// An operator stop: every open attempt's work is snapshotted under its preserve ref (the
     /// worktree stays, so resuming continues in place), the stop is journaled, and the run stays
     /// resumable.
-    pub(super) fn stop(&mut self, graceful: bool) -> Result<(), EngineError> {
+    pub(super) fn stop(
+        &mut self,
+        graceful: bool,
+        halt_reason: Option<crate::halt::HaltReason>,
+    ) -> Result<(), EngineError> {
         let run_id = self.run_id();
         for att in self.store.attempts(&run_id)? {
             if !att.is_finished() && att.worktree_present && Path::new(&att.worktree).exists() {
                 self.preserve(&run_id, &att)?;
             }
         }
-        self.record(EventKind::RunStopped { graceful })?;
+        self.record(EventKind::RunStopped {
+            graceful,
+            halt_reason,
+        })?;
         Ok(())
     }
 

@@ -40,8 +40,20 @@ pub const ASSERTIONS: &str = "assertions";
 pub enum GuardState {
     Pass,
     Fail,
+    /// It failed, and its gate (`test_integrity = "log"` in `[gates]`) only logs: journaled as
+    /// `gate_warned`, not acted on.
+    Logged,
     /// The guard could not judge (no parsed results); the detail says why.
     NotRun,
+}
+
+/// The gate a guard belongs to (`[gates]`): `blocked_paths` or `test_integrity`.
+pub fn gate_of(guard: &str) -> &'static str {
+    if guard == BLOCKED_PATHS {
+        "blocked_paths"
+    } else {
+        "test_integrity"
+    }
 }
 
 /// One guard's verdict.

@@ -96,6 +96,7 @@ pub(super) async fn supervise(
         stall_grace,
         budget,
         enforce_budget,
+        log_stall,
         clock,
     } = packet;
     // Never truncate an earlier log (a session re-run after a crash keeps the first one).
@@ -227,7 +228,11 @@ pub(super) async fn supervise(
                     }
                     if s.stalled(clock.as_ref()) {
                         on_event(SessionEvent::Stalled { silence: s.silence(clock.as_ref()) });
-                        decided = Some(Ending::Stalled);
+                        if log_stall {
+                            s.touch(clock.as_ref()); // reported; warn again after another grace
+                        } else {
+                            decided = Some(Ending::Stalled);
+                        }
                     }
                 }
                 let next = next_tick(&deadline, stall.as_ref(), clock.as_ref());

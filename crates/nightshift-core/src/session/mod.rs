@@ -90,6 +90,9 @@ pub struct SessionPacket {
     pub budget: Budget,
     /// Whether crossing a hard limit ends the session (`enforce`) or only reports it (`warn`).
     pub enforce_budget: bool,
+    /// The stall gate in `log` mode: silence past the grace is reported (`Stalled`, again after
+    /// every further grace) but does not end the session.
+    pub log_stall: bool,
     pub clock: Arc<dyn Clock>,
 }
 
@@ -100,7 +103,7 @@ pub enum SessionEvent {
     BudgetWarned(Crossing),
     /// A hard limit was crossed.
     BudgetTripped(Crossing),
-    /// Silence past the grace; the session is being ended.
+    /// Silence past the grace; the session is being ended (unless the stall gate only logs).
     Stalled { silence: Duration },
     /// The CLI reported its usage limit as reached.
     RateLimited { resets_at: Option<i64> },
@@ -157,6 +160,7 @@ pub fn run(spec: &ProcessSpec) -> Result<ProcessEnd, SessionError> {
             stall_grace: None,
             budget: Budget::default(),
             enforce_budget: false,
+            log_stall: false,
             clock: Arc::new(SystemClock),
         },
         &mut |_| {},

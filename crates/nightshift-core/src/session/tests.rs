@@ -106,6 +106,7 @@ fn a_quiet_agent_that_keeps_writing_files_is_not_stalled() {
         stall_grace: Some(Duration::from_millis(300)),
         budget: Budget::default(),
         enforce_budget: true,
+        log_stall: false,
         clock: Arc::new(SystemClock),
     };
     packet.spec.tail_bytes = 64;
@@ -124,6 +125,7 @@ fn a_silent_idle_agent_is_stalled_after_the_grace() {
             stall_grace: Some(Duration::from_millis(200)),
             budget: Budget::default(),
             enforce_budget: true,
+            log_stall: false,
             clock: Arc::new(SystemClock),
         },
         &mut |e| events.push(e),

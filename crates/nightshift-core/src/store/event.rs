@@ -165,7 +165,31 @@ pub enum EventKind {
     /// Dispatch goes on.
     RunUnpaused,
     /// An operator stopped the run; open attempts are preserved and it stays resumable.
-    RunStopped { graceful: bool },
+    RunStopped {
+        graceful: bool,
+        /// Why, when it was not an operator's `stop`: `deadline_reached` (the `--until` time
+        /// passed). The run stays resumable either way.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        halt_reason: Option<crate::halt::HaltReason>,
+    },
+    /// An item is parked: out of attempts, or parked outright (a notification for readers such
+    /// as `nightshift wait`; the state change is the `attempt_failed` just before it).
+    ItemParked { item: String, reason: String },
+    /// `run --until`: no new session or attempt starts after `until` (epoch seconds); the run
+    /// then stops `deadline_reached`, resumable. In force until a `run_stopped` with that
+    /// reason consumes it or another `deadline_set` replaces it.
+    DeadlineSet {
+        until: i64,
+        /// The deadline as the operator wrote it (`07:00`, an RFC 3339 time).
+        given: String,
+    },
+    /// A gate in `log` mode tripped: the warning is journaled instead of acting (counted per
+    /// class in health).
+    GateWarned {
+        gate: String,
+        class: String,
+        detail: String,
+    },
     /// Intent: the check is about to run.
     CheckStarted {
         item: String,
@@ -308,6 +332,9 @@ impl EventKind {
             EventKind::RunPaused { .. } => "run_paused",
             EventKind::RunUnpaused => "run_unpaused",
             EventKind::RunStopped { .. } => "run_stopped",
+            EventKind::ItemParked { .. } => "item_parked",
+            EventKind::DeadlineSet { .. } => "deadline_set",
+            EventKind::GateWarned { .. } => "gate_warned",
             EventKind::CheckStarted { .. } => "check_started",
             EventKind::CheckEnded { .. } => "check_ended",
             EventKind::BaselineChecked { .. } => "baseline_checked",
@@ -356,7 +383,10 @@ impl EventKind {
             | EventKind::PushFailed { .. }
             | EventKind::RunUnpaused
             | EventKind::RunStopped { .. }
+            | EventKind::DeadlineSet { .. }
+            | EventKind::GateWarned { .. }
             | EventKind::RunFinished { .. } => (None, None),
+            EventKind::ItemParked { item, .. } => (Some(item), None),
         }
     }
 }

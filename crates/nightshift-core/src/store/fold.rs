@@ -141,7 +141,10 @@ pub fn apply(
                 params![run_id, until, reason],
             )?;
         }
-        EventKind::RunStopped { .. } => {}
+        EventKind::RunStopped { .. }
+        | EventKind::ItemParked { .. }
+        | EventKind::DeadlineSet { .. }
+        | EventKind::GateWarned { .. } => {}
         EventKind::RunUnpaused => {
             tx.execute(
                 "UPDATE runs SET paused_until = NULL, pause_reason = NULL WHERE id = ?1",

@@ -387,6 +387,44 @@ impl Store {
         Ok(events)
     }
 
+    /// The position of the newest journal entry (0 when the journal is empty).
+    pub fn last_seq(&self) -> Result<i64, StoreError> {
+        Ok(self
+            .conn
+            .query_row("SELECT COALESCE(MAX(seq), 0) FROM events", [], |r| r.get(0))?)
+    }
+
+    /// The journal entries of one run whose kind is one of `kinds`, oldest first.
+    pub fn run_events(&self, run_id: &str, kinds: &[&str]) -> Result<Vec<Event>, StoreError> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT seq, at, kind, data FROM events WHERE run_id = ?1 ORDER BY seq")?;
+        let rows = stmt.query_map([run_id], |r| {
+            Ok((
+                r.get::<_, i64>(0)?,
+                r.get::<_, String>(1)?,
+                r.get::<_, String>(2)?,
+                r.get::<_, String>(3)?,
+            ))
+        })?;
+        let mut events = Vec::new();
+        for row in rows {
+            let (seq, at, kind, data) = row?;
+            if !kinds.contains(&kind.as_str()) {
+                continue;
+            }
+            let kind =
+                serde_json::from_str(&data).map_err(|source| StoreError::Decode { seq, source })?;
+            events.push(Event {
+                seq,
+                run_id: run_id.to_owned(),
+                at,
+                kind,
+            });
+        }
+        Ok(events)
+    }
+
     /// Rebuilds the state tables from the journal in a scratch in-memory database and returns
     /// whether they equal the stored ones. A consistency proof for tests and `doctor`.
     pub fn refold_matches(&self) -> Result<bool, StoreError> {

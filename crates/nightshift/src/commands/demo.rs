@@ -105,6 +105,7 @@ pub fn run(args: &DemoArgs) -> CommandResult {
             fresh: false,
             clock: Arc::new(SystemClock),
             loop_mode: false,
+            until: None,
         },
         &mut observe,
     )?;

@@ -88,6 +88,7 @@ pub fn run(args: &LoopArgs) -> CommandResult {
             fresh: false,
             clock: Arc::new(SystemClock),
             loop_mode: true,
+            until: None,
         },
         &mut observe,
     )?;

@@ -5,11 +5,14 @@ pub mod demo;
 pub mod fixpoint;
 pub mod init;
 pub mod log;
+pub mod pause;
 pub mod replay;
 pub mod restore;
 pub mod run;
 pub mod status;
 pub mod stop;
+pub mod testclock;
+pub mod wait;
 
 use std::path::{Path, PathBuf};
 

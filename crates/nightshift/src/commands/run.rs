@@ -1,14 +1,14 @@
 //! `nightshift run`: run the plan, or resume the unfinished run, until it halts.
 
 use std::io::Write;
-use std::sync::Arc;
 
-use nightshift_core::clock::SystemClock;
-use nightshift_core::engine::{self, RunOptions};
+use nightshift_core::engine::{self, RunOptions, Until};
+use nightshift_core::halt::ExitClass;
 use nightshift_core::{config, plan};
 
 use crate::CommandResult;
 use crate::cli::RunArgs;
+use crate::error::CommandError;
 use crate::json::{LOG_VERSION, LogLine};
 use crate::render;
 
@@ -17,6 +17,23 @@ pub fn run(args: &RunArgs) -> CommandResult {
     // Everything that can be wrong with the input is found before anything is written.
     let config = config::load(&ws.root().join(config::FILE_NAME))?;
     let plan = plan::load(&config, ws.root())?;
+    let clock = super::testclock::clock();
+    let until = match &args.until {
+        None => None,
+        Some(text) => {
+            let tz = jiff::tz::TimeZone::system();
+            let at = nightshift_core::control::parse_until(text, clock.wall(), &tz).map_err(
+                |reason| {
+                    CommandError::new(ExitClass::Invariant, format!("read --until: {reason}"))
+                        .hint("give a local time like 07:00, or an RFC 3339 time like 2026-12-01T07:00:00+01:00")
+                },
+            )?;
+            Some(Until {
+                at,
+                given: text.clone(),
+            })
+        }
+    };
     let json = args.json;
     let mut observe = |event: &nightshift_core::store::Event| {
         let mut out = std::io::stdout().lock();
@@ -37,8 +54,9 @@ pub fn run(args: &RunArgs) -> CommandResult {
             config,
             plan,
             fresh: args.fresh,
-            clock: Arc::new(SystemClock),
+            clock,
             loop_mode: false,
+            until,
         },
         &mut observe,
     )?;

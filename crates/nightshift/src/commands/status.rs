@@ -31,7 +31,15 @@ pub fn run(args: &StatusArgs) -> CommandResult {
         );
     } else {
         match &run {
-            Some(run) => print!("{}", render::status(run, &items)),
+            Some(run) => {
+                print!("{}", render::status(run, &items));
+                if nightshift_core::control::pause_requested(&ws)
+                    && run.is_running()
+                    && run.pause_reason.as_deref() != Some(nightshift_core::control::OPERATOR_PAUSE)
+                {
+                    println!("pause asked: the run pauses after the step in flight");
+                }
+            }
             None => println!("no run has started in {}", ws.root().display()),
         }
     }

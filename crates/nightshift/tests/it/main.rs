@@ -10,6 +10,7 @@
 mod harness;
 
 mod bad_config;
+mod control;
 mod crash;
 mod fixpoint;
 mod guards;
