@@ -30,6 +30,11 @@ pub enum Command {
     Clean(CleanArgs),
     /// Stop the running run at a safe point, its work preserved; `nightshift run` resumes it.
     Stop(StopArgs),
+    /// Alerts: `nightshift notify test` sends a test alert through every channel.
+    Notify(NotifyArgs),
+    /// Deliver the alerts waiting in .nightshift/outbox/ (started by nightshift itself).
+    #[command(name = "__deliver", hide = true)]
+    Deliver(DeliverArgs),
 }
 
 /// Where to find the repository.
@@ -121,4 +126,30 @@ pub struct StopArgs {
     /// Let the step in flight (a session, a check) finish first.
     #[arg(long)]
     pub graceful: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct NotifyArgs {
+    #[command(subcommand)]
+    pub command: NotifyCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum NotifyCommand {
+    /// Send a test alert through ATTENTION and every [notify] channel; say, per channel, whether
+    /// it was delivered, is inert here (and why), or failed (and why). Exit 0 only if all
+    /// delivered; 40 otherwise.
+    Test(NotifyTestArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct NotifyTestArgs {
+    #[command(flatten)]
+    pub repo: RepoArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct DeliverArgs {
+    #[command(flatten)]
+    pub repo: RepoArgs,
 }

@@ -94,6 +94,8 @@ fn full_example_parses_with_its_values() -> TestResult {
                 check: Some("sh check.sh greet".into()),
                 span: config.items[0].span.clone(),
             }],
+            notify: NotifyConfig::default(),
+            alert: AlertConfig::default(),
         }
     );
     let span = &config.items[0].span;

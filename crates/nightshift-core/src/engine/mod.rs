@@ -4,6 +4,7 @@
 //! before and confirmation after each side effect. Resume after a crash is therefore not a
 //! special path: the loop continues from what the journal says, after reconciling the world.
 
+mod alerts;
 mod attempt;
 mod closeout;
 mod launch;
@@ -117,6 +118,7 @@ pub fn run(opts: RunOptions, observe: &mut dyn FnMut(&Event)) -> Result<RunSumma
         started_boot: opts_started_boot,
         common_dir,
         last_alert: None,
+        alerts: AlertState::default(),
     };
     // Before anything looks at a worktree: nothing a killed engine left running may still be
     // writing in one, and no lock a killed git left may block it.
@@ -128,6 +130,7 @@ pub fn run(opts: RunOptions, observe: &mut dyn FnMut(&Event)) -> Result<RunSumma
     engine.reconcile_teardowns()?;
     let halt = engine.drive()?;
     let items = engine.store.items(&run_id)?;
+    engine.alert_run_finished(&run_id, halt, &items);
     drop(lock);
     Ok(RunSummary {
         run_id,
@@ -154,6 +157,19 @@ struct Engine<'o> {
     common_dir: std::path::PathBuf,
     /// The last repeating alert written, so a wait that retries does not repeat it.
     last_alert: Option<String>,
+    /// What has been alerted already (issue 6), so a retrying condition alerts once.
+    alerts: AlertState,
+}
+
+/// Alerts that must not repeat while their condition lasts.
+#[derive(Default)]
+struct AlertState {
+    /// The key of the last pause alerted (`rate_limited`, `env_fault: auth: item`, …).
+    pause: Option<String>,
+    /// Shipped items counted at `since` (wall seconds): the no-ship clock restarts on a ship.
+    shipped: Option<(usize, i64)>,
+    /// The no-ship alert for the current window was raised.
+    no_ship_raised: bool,
 }
 
 /// Journaling from inside a running session (borrows the engine's parts, not the engine).
@@ -163,6 +179,7 @@ pub(crate) struct Journal<'a, 'o> {
     pub clock: &'a dyn Clock,
     pub ws: &'a Workspace,
     pub run_id: &'a str,
+    pub notify: &'a crate::config::NotifyConfig,
 }
 
 impl Journal<'_, '_> {
@@ -185,6 +202,21 @@ impl Journal<'_, '_> {
         use crate::session::SessionEvent;
         match event {
             SessionEvent::BudgetWarned(c) => {
+                if c.scope == crate::session::Scope::Run {
+                    let mut alert = crate::notify::Alert::new(
+                        crate::notify::AlertKind::Budget,
+                        format!(
+                            "run budget {:.0}% spent: {:?} {:.2} of {:.2}",
+                            100.0 * c.used / c.limit.max(f64::MIN_POSITIVE),
+                            c.metric,
+                            c.used,
+                            c.limit
+                        ),
+                    );
+                    alert.run_id = Some(self.run_id.to_owned());
+                    alert.item = Some(item.to_owned());
+                    crate::notify::raise(self.ws, self.clock, self.notify, &alert);
+                }
                 self.record(EventKind::BudgetWarned {
                     item: item.into(),
                     attempt,
@@ -195,10 +227,7 @@ impl Journal<'_, '_> {
                 })?;
             }
             SessionEvent::BudgetTripped(c) => {
-                crate::notify::attention(
-                    self.ws,
-                    self.clock,
-                    &format!(
+                let line = format!(
                         "{item}: budget tripped: {:?} {:?} {:.2} of {:.2}{}",
                         c.scope,
                         c.metric,
@@ -209,8 +238,16 @@ impl Journal<'_, '_> {
                         } else {
                             " (budget_mode = warn)"
                         }
-                    ),
                 );
+                if c.scope == crate::session::Scope::Run {
+                    let mut alert =
+                        crate::notify::Alert::new(crate::notify::AlertKind::Budget, line);
+                    alert.run_id = Some(self.run_id.to_owned());
+                    alert.item = Some(item.to_owned());
+                    crate::notify::raise(self.ws, self.clock, self.notify, &alert);
+                } else {
+                    crate::notify::attention(self.ws, self.clock, &line);
+                }
                 self.record(EventKind::BudgetTripped {
                     item: item.into(),
                     attempt,
@@ -340,6 +377,7 @@ impl Engine<'_> {
             self.wait_out_pause()?;
             let run_id = self.run_id();
             let items = self.store.items(&run_id)?;
+            self.alert_no_ship(&items);
             if let Some(item) = items.iter().find(|i| i.state == "running") {
                 let number = item.current_attempt.unwrap_or(0);
                 if let Some(attempt) = self.store.attempt(&run_id, &item.id, number)? {

@@ -4,6 +4,7 @@ pub mod clean;
 pub mod demo;
 pub mod init;
 pub mod log;
+pub mod notify;
 pub mod restore;
 pub mod run;
 pub mod status;

@@ -17,6 +17,10 @@ pub fn run(args: &RunArgs) -> CommandResult {
     // Everything that can be wrong with the input is found before anything is written.
     let config = config::load(&ws.root().join(config::FILE_NAME))?;
     let plan = plan::load(&config, ws.root())?;
+    // A channel that cannot deliver here is said now, on stderr and in ATTENTION (issue 6).
+    for line in nightshift_core::notify::warn_inert(&ws, &SystemClock, &config.notify) {
+        eprintln!("warning: {line}");
+    }
     let json = args.json;
     let mut observe = |event: &nightshift_core::store::Event| {
         let mut out = std::io::stdout().lock();

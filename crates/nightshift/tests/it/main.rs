@@ -13,6 +13,7 @@ mod bad_config;
 mod crash;
 mod integrate;
 mod lock;
+mod notify;
 mod pipeline;
 mod reading;
 mod restore;
