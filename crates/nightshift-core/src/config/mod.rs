@@ -37,8 +37,8 @@ use std::time::Duration;
 pub use duration::{DURATION_FORMS, format_duration, parse_duration};
 pub use error::{ConfigError, SourceError};
 pub use notify::{
-    AlertConfig, CommandChannelConfig, DEFAULT_COMMAND_TIMEOUT, DEFAULT_NO_SHIP_HOURS, NotifyConfig,
-    WebhookConfig, WebhookFormat,
+    AlertConfig, CommandChannelConfig, DEFAULT_COMMAND_TIMEOUT, DEFAULT_NO_SHIP_HOURS,
+    NotifyConfig, WebhookConfig, WebhookFormat,
 };
 pub use template::template;
 

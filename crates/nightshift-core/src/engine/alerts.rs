@@ -28,14 +28,20 @@ impl Engine<'_> {
     /// not ring every back-off). An auth failure needs a person; the others clear by themselves.
     pub(super) fn alert_pause(&mut self, key: &str, reason: &str, until: &str, item: &str) {
         if self.alerts.pause.as_deref() == Some(key) {
-            notify::attention(&self.ws, self.clock.as_ref(), &format!("paused until {until}: {reason}"));
+            notify::attention(
+                &self.ws,
+                self.clock.as_ref(),
+                &format!("paused until {until}: {reason}"),
+            );
             return;
         }
         self.alerts.pause = Some(key.to_owned());
         let (kind, summary) = if key.starts_with("env_fault: auth") {
             (
                 AlertKind::HumanRequired,
-                format!("human required: the agent CLI is not logged in; paused until {until} and retrying: {reason}"),
+                format!(
+                    "human required: the agent CLI is not logged in; paused until {until} and retrying: {reason}"
+                ),
             )
         } else {
             (AlertKind::Paused, format!("paused until {until}: {reason}"))
@@ -70,10 +76,7 @@ impl Engine<'_> {
             return;
         }
         self.alerts.no_ship_raised = true;
-        let open = items
-            .iter()
-            .filter(|i| i.state != "shipped")
-            .count();
+        let open = items.iter().filter(|i| i.state != "shipped").count();
         self.alert(
             AlertKind::NoShip,
             format!(

@@ -228,16 +228,16 @@ impl Journal<'_, '_> {
             }
             SessionEvent::BudgetTripped(c) => {
                 let line = format!(
-                        "{item}: budget tripped: {:?} {:?} {:.2} of {:.2}{}",
-                        c.scope,
-                        c.metric,
-                        c.used,
-                        c.limit,
-                        if enforced {
-                            "; ending the session"
-                        } else {
-                            " (budget_mode = warn)"
-                        }
+                    "{item}: budget tripped: {:?} {:?} {:.2} of {:.2}{}",
+                    c.scope,
+                    c.metric,
+                    c.used,
+                    c.limit,
+                    if enforced {
+                        "; ending the session"
+                    } else {
+                        " (budget_mode = warn)"
+                    }
                 );
                 if c.scope == crate::session::Scope::Run {
                     let mut alert =

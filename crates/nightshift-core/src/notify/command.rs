@@ -108,7 +108,10 @@ pub(super) fn run_bounded(
     if last.is_empty() {
         Err(how)
     } else {
-        Err(format!("{how}: {}", last.chars().take(300).collect::<String>()))
+        Err(format!(
+            "{how}: {}",
+            last.chars().take(300).collect::<String>()
+        ))
     }
 }
 

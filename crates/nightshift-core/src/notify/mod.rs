@@ -178,7 +178,10 @@ pub fn send_test(ws: &Workspace, clock: &dyn Clock, notify: &NotifyConfig) -> Ve
     let alert = Alert {
         kind: AlertKind::Test,
         summary: "nightshift notify test: if you read this, this channel reaches you".into(),
-        detail: Some(format!("sent by `nightshift notify test` in {}", ws.root().display())),
+        detail: Some(format!(
+            "sent by `nightshift notify test` in {}",
+            ws.root().display()
+        )),
         run_id: None,
         item: None,
     };

@@ -156,7 +156,11 @@ pub(super) fn ensure_deliverer(ws: &Workspace, clock: &dyn Clock) {
         // The running deliverer looks again after letting go, so it will see this entry.
         Err(LockError::Held { .. }) => return,
         Err(e) => {
-            attention(ws, clock, &format!("notify: cannot check the outbox lock: {e}"));
+            attention(
+                ws,
+                clock,
+                &format!("notify: cannot check the outbox lock: {e}"),
+            );
             return;
         }
     }
@@ -261,7 +265,8 @@ fn drain(ws: &Workspace, dir: &Path, report: &mut DeliverReport) {
                     continue;
                 }
                 if delivery.next_at_ms > now_ms() {
-                    next_due = Some(next_due.map_or(delivery.next_at_ms, |n| n.min(delivery.next_at_ms)));
+                    next_due =
+                        Some(next_due.map_or(delivery.next_at_ms, |n| n.min(delivery.next_at_ms)));
                     continue;
                 }
                 changed = true;

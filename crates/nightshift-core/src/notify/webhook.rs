@@ -32,7 +32,11 @@ pub fn payload(format: WebhookFormat, envelope: &Envelope) -> Payload {
             body: serde_json::to_string(envelope).unwrap_or_default(),
         },
         WebhookFormat::Slack => {
-            let mut text = format!("*nightshift* ({}): {}", envelope.kind.as_str(), envelope.summary);
+            let mut text = format!(
+                "*nightshift* ({}): {}",
+                envelope.kind.as_str(),
+                envelope.summary
+            );
             if let Some(detail) = &envelope.detail {
                 text.push_str(&format!("\n```\n{detail}\n```"));
             }
@@ -56,7 +60,10 @@ pub fn payload(format: WebhookFormat, envelope: &Envelope) -> Payload {
             Payload {
                 content_type: "text/plain; charset=utf-8",
                 headers: vec![
-                    ("Title", header_text(&format!("nightshift: {}", envelope.summary))),
+                    (
+                        "Title",
+                        header_text(&format!("nightshift: {}", envelope.summary)),
+                    ),
                     ("Priority", priority.into()),
                     ("Tags", format!("nightshift,{}", envelope.kind.as_str())),
                 ],
@@ -113,7 +120,11 @@ pub(super) fn probe(hook: &WebhookConfig) -> ChannelReport {
     };
     let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
     let authority = authority.rsplit('@').next().unwrap_or_default();
-    let default_port = if scheme.eq_ignore_ascii_case("https") { 443 } else { 80 };
+    let default_port = if scheme.eq_ignore_ascii_case("https") {
+        443
+    } else {
+        80
+    };
     let (host, port) = match authority.rsplit_once(':') {
         Some((host, port)) if !host.ends_with(']') || authority.starts_with('[') => {
             match port.parse::<u16>() {

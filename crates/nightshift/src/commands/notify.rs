@@ -46,7 +46,10 @@ pub fn deliver(args: &DeliverArgs) -> CommandResult {
     notify::deliver(&ws).map_err(|e| {
         CommandError::new(
             ExitClass::Workspace,
-            format!("deliver alerts from {}: {e}", notify::outbox_dir(&ws).display()),
+            format!(
+                "deliver alerts from {}: {e}",
+                notify::outbox_dir(&ws).display()
+            ),
         )
     })?;
     Ok(0)

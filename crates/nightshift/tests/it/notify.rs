@@ -95,7 +95,11 @@ fn wait_for_file(path: &Path) -> String {
         {
             return text;
         }
-        assert!(Instant::now() < deadline, "{} never appeared", path.display());
+        assert!(
+            Instant::now() < deadline,
+            "{} never appeared",
+            path.display()
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
 }
@@ -147,13 +151,23 @@ fn a_webhook_gets_the_run_finished_alert_on_the_third_try_after_the_run_has_exit
     // Only now does the listener answer: 500, 500, then 200.
     let requests = serve(&listener, &[500, 500, 200]);
     for request in &requests {
-        assert!(request.head.starts_with("POST /hook/secret-topic HTTP/1.1"), "{}", request.head);
         assert!(
-            request.head.to_ascii_lowercase().contains("content-type: application/json"),
+            request.head.starts_with("POST /hook/secret-topic HTTP/1.1"),
             "{}",
             request.head
         );
-        assert_eq!(request.body, requests[0].body, "every try sends the same alert");
+        assert!(
+            request
+                .head
+                .to_ascii_lowercase()
+                .contains("content-type: application/json"),
+            "{}",
+            request.head
+        );
+        assert_eq!(
+            request.body, requests[0].body,
+            "every try sends the same alert"
+        );
     }
     let mut alert: serde_json::Value = serde_json::from_str(&requests[2].body).unwrap();
     let run_id = repo.status_json()["run"]["id"].clone();
@@ -215,7 +229,11 @@ fn a_command_channel_gets_the_alert_as_json_on_stdin() {
 fn notify_test_says_per_channel_delivered_inert_or_failed() {
     let repo = Repo::new(&project());
     // A port nothing listens on.
-    let closed = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let closed = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
     let got = repo.home.join("test.json");
     repo.configure(&one_item_plan(
         &repo,
@@ -268,11 +286,15 @@ fn run_start_names_an_inert_desktop_channel_on_stderr_and_in_attention() {
     assert_eq!(out.status.code(), Some(10), "{}", text(&out));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
-        stderr.contains("warning: notify: channel desktop is inert") && stderr.contains("no D-Bus session"),
+        stderr.contains("warning: notify: channel desktop is inert")
+            && stderr.contains("no D-Bus session"),
         "{stderr}"
     );
     let attention = std::fs::read_to_string(repo.root.join(".nightshift/ATTENTION")).unwrap();
-    assert!(attention.contains("channel desktop is inert"), "{attention}");
+    assert!(
+        attention.contains("channel desktop is inert"),
+        "{attention}"
+    );
     // With every channel inert, nothing is queued: the outbox stays empty.
     wait_outbox_empty(&repo);
 }

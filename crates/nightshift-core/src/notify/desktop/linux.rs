@@ -34,7 +34,12 @@ pub(super) fn check() -> ChannelReport {
     }
 }
 
-pub(super) fn send(title: &str, body: &str, urgency: u8, timeout: Duration) -> Result<String, String> {
+pub(super) fn send(
+    title: &str,
+    body: &str,
+    urgency: u8,
+    timeout: Duration,
+) -> Result<String, String> {
     match tool() {
         Some("notify-send") => {
             let mut cmd = Command::new("notify-send");
@@ -43,7 +48,13 @@ pub(super) fn send(title: &str, body: &str, urgency: u8, timeout: Duration) -> R
                 2 => "normal",
                 _ => "low",
             };
-            cmd.args(["--app-name=nightshift", &format!("--urgency={level}"), "--", title, body]);
+            cmd.args([
+                "--app-name=nightshift",
+                &format!("--urgency={level}"),
+                "--",
+                title,
+                body,
+            ]);
             run_bounded(cmd, None, timeout)
                 .map(|()| "notify-send".to_owned())
                 .map_err(|e| format!("notify-send {e}"))
@@ -111,9 +122,11 @@ fn session_bus_address() -> Result<String, String> {
             return Ok(format!("unix:path={}", bus.display()));
         }
     }
-    Err("no D-Bus session: DBUS_SESSION_BUS_ADDRESS is unset and there is no $XDG_RUNTIME_DIR/bus \
+    Err(
+        "no D-Bus session: DBUS_SESSION_BUS_ADDRESS is unset and there is no $XDG_RUNTIME_DIR/bus \
          (a service, cron job or SSH login has no desktop session to notify)"
-        .into())
+            .into(),
+    )
 }
 
 enum Reach {
@@ -166,7 +179,9 @@ fn connect_abstract(name: &str) -> std::io::Result<()> {
 
 #[cfg(not(target_os = "linux"))]
 fn connect_abstract(_name: &str) -> std::io::Result<()> {
-    Err(std::io::Error::other("abstract sockets exist only on Linux"))
+    Err(std::io::Error::other(
+        "abstract sockets exist only on Linux",
+    ))
 }
 
 /// D-Bus address values escape bytes as `%xx`.
@@ -211,7 +226,10 @@ mod tests {
             reach(&format!("unix:path={},guid=abc", path.display())),
             Reach::Connected
         ));
-        assert!(matches!(reach("tcp:host=localhost,port=1"), Reach::Unchecked(_)));
+        assert!(matches!(
+            reach("tcp:host=localhost,port=1"),
+            Reach::Unchecked(_)
+        ));
         assert_eq!(unescape("a%2fb"), "a/b");
         Ok(())
     }

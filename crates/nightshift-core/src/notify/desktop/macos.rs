@@ -22,8 +22,17 @@ pub(super) fn check() -> ChannelReport {
     }
 }
 
-pub(super) fn send(title: &str, body: &str, urgency: u8, timeout: Duration) -> Result<String, String> {
-    let sound = if urgency >= 3 { " sound name \"Sosumi\"" } else { "" };
+pub(super) fn send(
+    title: &str,
+    body: &str,
+    urgency: u8,
+    timeout: Duration,
+) -> Result<String, String> {
+    let sound = if urgency >= 3 {
+        " sound name \"Sosumi\""
+    } else {
+        ""
+    };
     let mut cmd = Command::new("osascript");
     cmd.args([
         "-e",

@@ -35,7 +35,12 @@ pub(super) fn send(envelope: &Envelope) -> Result<String, String> {
     if check.state == super::ChannelState::Inert {
         return Err(format!("inert: {}", check.reason.unwrap_or_default()));
     }
-    platform::send(&title(envelope), &body(envelope), envelope.kind.urgency(), TIMEOUT)
+    platform::send(
+        &title(envelope),
+        &body(envelope),
+        envelope.kind.urgency(),
+        TIMEOUT,
+    )
 }
 
 fn title(envelope: &Envelope) -> String {

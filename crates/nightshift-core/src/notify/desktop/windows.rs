@@ -35,7 +35,12 @@ pub(super) fn check() -> ChannelReport {
     }
 }
 
-pub(super) fn send(title: &str, body: &str, _urgency: u8, timeout: Duration) -> Result<String, String> {
+pub(super) fn send(
+    title: &str,
+    body: &str,
+    _urgency: u8,
+    timeout: Duration,
+) -> Result<String, String> {
     let Some(exe) = shell() else {
         return Err("neither `powershell.exe` nor `pwsh.exe` is on PATH".into());
     };
