@@ -150,7 +150,16 @@ pub fn inspect(notify: &NotifyConfig) -> Vec<ChannelReport> {
         .collect()
 }
 
-/// At run start: one ATTENTION line per inert channel; returns the lines (for stderr).
+/// At run start: one ATTENTION line per inert channel, returned too (for stderr); and alerts a
+/// killed deliverer left in the outbox are sent again.
+pub fn run_starting(ws: &Workspace, clock: &dyn Clock, notify: &NotifyConfig) -> Vec<String> {
+    if outbox::has_entries(ws) {
+        outbox::ensure_deliverer(ws, clock);
+    }
+    warn_inert(ws, clock, notify)
+}
+
+/// One ATTENTION line per inert channel; returns the lines.
 pub fn warn_inert(ws: &Workspace, clock: &dyn Clock, notify: &NotifyConfig) -> Vec<String> {
     let lines: Vec<String> = inspect(notify)
         .into_iter()

@@ -208,6 +208,11 @@ pub fn deliver(ws: &Workspace) -> std::io::Result<DeliverReport> {
     }
 }
 
+/// Whether alerts are waiting in the outbox.
+pub(super) fn has_entries(ws: &Workspace) -> bool {
+    !entries(&outbox_dir(ws)).is_empty()
+}
+
 fn entries(dir: &Path) -> Vec<PathBuf> {
     let mut paths: Vec<PathBuf> = std::fs::read_dir(dir)
         .map(|d| {

@@ -18,7 +18,7 @@ pub fn run(args: &RunArgs) -> CommandResult {
     let config = config::load(&ws.root().join(config::FILE_NAME))?;
     let plan = plan::load(&config, ws.root())?;
     // A channel that cannot deliver here is said now, on stderr and in ATTENTION (issue 6).
-    for line in nightshift_core::notify::warn_inert(&ws, &SystemClock, &config.notify) {
+    for line in nightshift_core::notify::run_starting(&ws, &SystemClock, &config.notify) {
         eprintln!("warning: {line}");
     }
     let json = args.json;

@@ -298,3 +298,36 @@ fn run_start_names_an_inert_desktop_channel_on_stderr_and_in_attention() {
     // With every channel inert, nothing is queued: the outbox stays empty.
     wait_outbox_empty(&repo);
 }
+
+#[test]
+fn an_alert_a_killed_deliverer_left_in_the_outbox_is_sent_when_the_next_run_starts() {
+    let repo = Repo::new(&project());
+    let got = repo.home.join("left.json");
+    repo.configure(&one_item_plan(&repo, "\n[notify]\ndesktop = false\n"));
+    // What `raise` wrote before its deliverer was killed: one pending command delivery, one
+    // try already spent.
+    let outbox = repo.root.join(".nightshift/outbox");
+    std::fs::create_dir_all(&outbox).unwrap();
+    let entry = serde_json::json!({
+        "envelope": {
+            "version": 1, "id": "left-1", "kind": "paused", "summary": "left behind",
+            "detail": null, "run_id": null, "item": null,
+            "raised_at": "2026-01-01T00:00:00Z", "repo": repo.root.display().to_string(),
+        },
+        "deliveries": [{
+            "channel": {
+                "type": "command",
+                "argv": ["sh", "-c", format!("cat > {0}.tmp && mv {0}.tmp {0}", got.display())],
+                "timeout": { "secs": 30, "nanos": 0 },
+            },
+            "tries": 1, "next_at_ms": 0, "state": "pending", "last_error": "exited 1",
+        }],
+    });
+    std::fs::write(outbox.join("left-1.json"), entry.to_string()).unwrap();
+
+    let out = repo.run(&["run"]);
+    assert_eq!(out.status.code(), Some(10), "{}", text(&out));
+    let alert: serde_json::Value = serde_json::from_str(&wait_for_file(&got)).unwrap();
+    assert_eq!(alert["summary"], "left behind");
+    wait_outbox_empty(&repo);
+}
