@@ -86,6 +86,23 @@ impl Engine<'_> {
         );
     }
 
+    /// The engine stopped on an error (the run stays resumable, but nothing resumes it by
+    /// itself): a person is required.
+    pub(super) fn alert_stopped(&self, error: &super::EngineError) {
+        let mut text = error.to_string();
+        let mut source = std::error::Error::source(error);
+        while let Some(s) = source {
+            text.push_str(": ");
+            text.push_str(&s.to_string());
+            source = s.source();
+        }
+        self.alert(
+            AlertKind::HumanRequired,
+            format!("run stopped, resumable with `nightshift run`: failed to {text}"),
+            None,
+        );
+    }
+
     /// The run's end, with a plain-text morning summary as the detail.
     pub(super) fn alert_run_finished(&self, run_id: &str, halt: HaltReason, items: &[ItemRow]) {
         let shipped = items.iter().filter(|i| i.state == "shipped").count();

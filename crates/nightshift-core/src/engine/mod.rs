@@ -128,7 +128,13 @@ pub fn run(opts: RunOptions, observe: &mut dyn FnMut(&Event)) -> Result<RunSumma
     let run_id = engine.run()?.id.clone();
     let _ = lock.describe(&format!("{holder}, run {run_id}"));
     engine.reconcile_teardowns()?;
-    let halt = engine.drive()?;
+    let halt = match engine.drive() {
+        Ok(halt) => halt,
+        Err(e) => {
+            engine.alert_stopped(&e);
+            return Err(e);
+        }
+    };
     let items = engine.store.items(&run_id)?;
     engine.alert_run_finished(&run_id, halt, &items);
     drop(lock);

@@ -331,3 +331,27 @@ fn an_alert_a_killed_deliverer_left_in_the_outbox_is_sent_when_the_next_run_star
     assert_eq!(alert["summary"], "left behind");
     wait_outbox_empty(&repo);
 }
+
+#[test]
+fn an_engine_stopped_by_an_agent_that_cannot_start_rings_human_required() {
+    let repo = Repo::new(&project());
+    let got = repo.home.join("stopped.json");
+    let config = format!(
+        "[agent]\nkind = \"command\"\ncommand = [\"./no-such-agent\"]\n\n[check]\ncommand = \"sh check.sh one\"\n\n\
+         [notify]\ndesktop = false\n\n[[notify.command]]\nargv = [\"sh\", \"-c\", \"cat > {0}.tmp && mv {0}.tmp {0}\"]\n\n\
+         [[item]]\nid = \"one\"\nprompt = \"p\"\n",
+        got.display()
+    );
+    repo.configure(&config);
+    let out = repo.run(&["run"]);
+    assert_eq!(out.status.code(), Some(40), "{}", text(&out));
+    let alert: serde_json::Value = serde_json::from_str(&wait_for_file(&got)).unwrap();
+    assert_eq!(alert["kind"], "human_required");
+    let summary = alert["summary"].as_str().unwrap();
+    assert!(
+        summary
+            .starts_with("run stopped, resumable with `nightshift run`: failed to start the agent"),
+        "{summary}"
+    );
+    wait_outbox_empty(&repo);
+}
