@@ -355,3 +355,69 @@ fn an_engine_stopped_by_an_agent_that_cannot_start_rings_human_required() {
     );
     wait_outbox_empty(&repo);
 }
+
+#[test]
+fn a_usage_limit_pause_rings_paused_once_and_the_end_rings_run_finished() {
+    let repo = Repo::new(&project());
+    let marker = repo.agent_dir.join("limited-once");
+    repo.agent(
+        "one",
+        &format!(
+            "when file-missing {m}\ntouch {m}\nusage-limit in=1s\nalways\nwrite done/one <<EOF\nok\nEOF\n",
+            m = marker.display()
+        ),
+    );
+    let log = repo.home.join("alerts.jsonl");
+    let config = plan(&repo, &["one"], 1, 1)
+        .replace("command = [", "format = \"claude-stream\"\ncommand = [")
+        + &format!(
+            "\n[notify]\ndesktop = false\n\n[[notify.command]]\nargv = [\"sh\", \"-c\", \"(cat; echo) >> {}\"]\n",
+            log.display()
+        );
+    repo.configure(&config);
+    let out = repo.run(&["run"]);
+    assert_eq!(out.status.code(), Some(10), "{}", text(&out));
+    wait_outbox_empty(&repo);
+    let mut kinds: Vec<String> = std::fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<serde_json::Value>(l).unwrap()["kind"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
+        .collect();
+    kinds.sort();
+    assert_eq!(kinds, ["paused", "run_finished"]);
+}
+
+#[test]
+fn eighty_percent_of_the_run_budget_rings_budget() {
+    let repo = Repo::new(&project());
+    let log = repo.home.join("alerts.jsonl");
+    // The agent spends 110 weighted tokens of a run limit of 130: past 80 %, under the limit.
+    let config = one_item_plan(
+        &repo,
+        &format!(
+            "\n[notify]\ndesktop = false\n\n[[notify.command]]\nargv = [\"sh\", \"-c\", \"(cat; echo) >> {}\"]\n",
+            log.display()
+        ),
+    )
+    .replace("[limits]\n", "[limits]\nrun_tokens = 130\n")
+    .replace("command = [", "format = \"claude-stream\"\ncommand = [");
+    repo.configure(&config);
+    let out = repo.run(&["run"]);
+    assert_eq!(out.status.code(), Some(10), "{}", text(&out));
+    wait_outbox_empty(&repo);
+    let alerts: Vec<serde_json::Value> = std::fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let budget: Vec<_> = alerts.iter().filter(|a| a["kind"] == "budget").collect();
+    assert_eq!(budget.len(), 1, "{alerts:?}");
+    let summary = budget[0]["summary"].as_str().unwrap();
+    assert!(summary.starts_with("run budget 85% spent"), "{summary}");
+    assert_eq!(budget[0]["item"], "one");
+}
