@@ -238,9 +238,9 @@ pub type Launcher = fn(&Path) -> std::io::Result<std::process::Child>;
 
 static LAUNCHER: OnceLock<Launcher> = OnceLock::new();
 
-/// Registers how a deliverer process is started. Without one, alerts wait in the outbox until
-/// something calls [`deliver`] (the next `nightshift` process that raises an alert, or
-/// `nightshift notify test`… of a binary that registered one).
+/// Registers how a deliverer process is started. Without one, alerts wait in the outbox until a
+/// process that has one raises an alert or starts a run ([`run_starting`]), or something calls
+/// [`deliver`].
 pub fn set_launcher(launcher: Launcher) {
     let _ = LAUNCHER.set(launcher);
 }
