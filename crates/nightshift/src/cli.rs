@@ -43,6 +43,11 @@ pub enum Command {
     Pause(PauseArgs),
     /// Withdraw a `pause`: the run goes on.
     Resume(PauseArgs),
+    /// Alerts: `nightshift notify test` sends a test alert through every channel.
+    Notify(NotifyArgs),
+    /// Deliver the alerts waiting in .nightshift/outbox/ (started by nightshift itself).
+    #[command(name = "__deliver", hide = true)]
+    Deliver(DeliverArgs),
 }
 
 /// Where to find the repository.
@@ -211,6 +216,32 @@ pub struct WaitArgs {
 
 #[derive(Debug, Args)]
 pub struct PauseArgs {
+    #[command(flatten)]
+    pub repo: RepoArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct NotifyArgs {
+    #[command(subcommand)]
+    pub command: NotifyCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum NotifyCommand {
+    /// Send a test alert through ATTENTION and every [notify] channel; say, per channel, whether
+    /// it was delivered, is inert here (and why), or failed (and why). Exit 0 only if all
+    /// delivered; 40 otherwise.
+    Test(NotifyTestArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct NotifyTestArgs {
+    #[command(flatten)]
+    pub repo: RepoArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct DeliverArgs {
     #[command(flatten)]
     pub repo: RepoArgs,
 }

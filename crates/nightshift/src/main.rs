@@ -23,6 +23,8 @@ fn main() -> ExitCode {
     if rest.first().is_some_and(|a| a == "__fake-agent") {
         return exit(fake_agent::run_cli(rest.into_iter().skip(1)));
     }
+    // Alerts are delivered by a detached `nightshift __deliver`, so a run never waits on them.
+    nightshift_core::notify::set_launcher(commands::notify::launch_deliverer);
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(err) => {
@@ -50,6 +52,8 @@ fn main() -> ExitCode {
         Command::Wait(args) => commands::wait::run(&args),
         Command::Pause(args) => commands::pause::pause(&args),
         Command::Resume(args) => commands::pause::resume(&args),
+        Command::Notify(args) => commands::notify::run(&args),
+        Command::Deliver(args) => commands::notify::deliver(&args),
     };
     match result {
         Ok(code) => exit(code),

@@ -25,6 +25,7 @@
 
 mod duration;
 mod error;
+mod notify;
 mod raw;
 mod template;
 
@@ -35,6 +36,10 @@ use std::time::Duration;
 
 pub use duration::{DURATION_FORMS, format_duration, parse_duration};
 pub use error::{ConfigError, SourceError};
+pub use notify::{
+    AlertConfig, CommandChannelConfig, DEFAULT_COMMAND_TIMEOUT, DEFAULT_NO_SHIP_HOURS,
+    NotifyConfig, WebhookConfig, WebhookFormat,
+};
 pub use template::template;
 
 /// The configuration file's name, at the repository root.
@@ -86,6 +91,10 @@ pub struct Config {
     pub plan: Option<PathBuf>,
     /// The `[[item]]` tables, in file order.
     pub items: Vec<ItemConfig>,
+    /// Where alerts go (`[notify]`).
+    pub notify: NotifyConfig,
+    /// When alerts are raised (`[alert]`).
+    pub alert: AlertConfig,
 }
 
 /// Which agent adapter runs a session.

@@ -13,6 +13,10 @@ use super::{
     IntegrateConfig, ItemConfig, Limits, OutputFormat, SessionLimits, SourceError, Strategy,
     parse_duration,
 };
+use super::{
+    AlertConfig, CommandChannelConfig, DEFAULT_COMMAND_TIMEOUT, DEFAULT_NO_SHIP_HOURS,
+    NotifyConfig, WebhookConfig, WebhookFormat,
+};
 use crate::check::results::{Format, FormatChoice};
 use crate::plan::{ID_HELP, validate_id};
 
@@ -34,6 +38,36 @@ struct RawConfig {
     guards: Option<RawGuards>,
     gates: Option<std::collections::BTreeMap<Spanned<String>, Spanned<String>>>,
     item: Option<Vec<Spanned<RawItem>>>,
+    notify: Option<RawNotify>,
+    alert: Option<RawAlert>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawNotify {
+    desktop: Option<bool>,
+    webhook: Option<Vec<Spanned<RawWebhook>>>,
+    command: Option<Vec<Spanned<RawNotifyCommand>>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawWebhook {
+    url: Option<Spanned<String>>,
+    format: Option<Spanned<String>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawNotifyCommand {
+    argv: Option<Spanned<Vec<String>>>,
+    timeout: Option<Spanned<String>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawAlert {
+    no_ship_hours: Option<Spanned<u32>>,
 }
 
 #[derive(Deserialize)]
@@ -167,6 +201,13 @@ impl Ctx<'_> {
         let integrate = self.integrate(raw.integrate)?;
         let seed = self.seed(raw.worktree)?;
         let guards = self.guards(raw.guards)?;
+        let notify = self.notify(raw.notify)?;
+        let alert = AlertConfig {
+            no_ship_hours: raw
+                .alert
+                .and_then(|a| a.no_ship_hours)
+                .map_or(DEFAULT_NO_SHIP_HOURS, Spanned::into_inner),
+        };
         let plan = match raw.plan {
             Some(plan) if plan.get_ref().trim().is_empty() => {
                 let error = self.error(plan.span(), "`plan` is empty");
@@ -224,6 +265,8 @@ impl Ctx<'_> {
             guards,
             plan: plan.map(|plan| PathBuf::from(plan.into_inner())),
             items,
+            notify,
+            alert,
         })
     }
 
@@ -875,4 +918,117 @@ impl Ctx<'_> {
         }
         Ok(items)
     }
+}
+
+const WEBHOOK_HELP: &str = "write `[[notify.webhook]]` with `url = \"https://…\"` and, optionally, \
+     `format = \"json\"` (or \"slack\", \"ntfy\")";
+const NOTIFY_COMMAND_HELP: &str = "write `[[notify.command]]` with `argv = [\"program\", \"arg\", …]`: \
+     the program gets each alert as JSON on stdin";
+
+impl Ctx<'_> {
+    fn notify(&self, raw: Option<RawNotify>) -> Result<NotifyConfig, Box<SourceError>> {
+        let Some(raw) = raw else {
+            return Ok(NotifyConfig::default());
+        };
+        let mut webhooks = Vec::new();
+        for table in raw.webhook.unwrap_or_default() {
+            let span = table.span();
+            let table = table.into_inner();
+            let Some(url) = table.url else {
+                return Err(self
+                    .error(span, "missing `url` in [[notify.webhook]]")
+                    .with_help(WEBHOOK_HELP)
+                    .into());
+            };
+            if let Err(reason) = check_url(url.get_ref()) {
+                return Err(self
+                    .error(
+                        url.span(),
+                        format!("invalid `url` in [[notify.webhook]]: {reason}"),
+                    )
+                    .with_help("give a full URL, e.g. `url = \"https://ntfy.sh/my-topic\"`")
+                    .into());
+            }
+            let format = match table.format {
+                None => WebhookFormat::Json,
+                Some(format) => {
+                    let name = format.get_ref().as_str();
+                    match WebhookFormat::ALL.iter().find(|(known, _)| *known == name) {
+                        Some((_, known)) => *known,
+                        None => {
+                            return Err(self
+                                .error(
+                                    format.span(),
+                                    format!("unknown `format` `{name}` in [[notify.webhook]]"),
+                                )
+                                .with_help(
+                                    "expected `\"json\"` (the alert as JSON), `\"slack\"` \
+                                     (`{\"text\": …}`) or `\"ntfy\"` (plain text, ntfy headers)",
+                                )
+                                .into());
+                        }
+                    }
+                }
+            };
+            webhooks.push(WebhookConfig {
+                url: url.into_inner(),
+                format,
+            });
+        }
+        let mut commands = Vec::new();
+        for table in raw.command.unwrap_or_default() {
+            let span = table.span();
+            let table = table.into_inner();
+            let Some(argv) = table.argv else {
+                return Err(self
+                    .error(span, "missing `argv` in [[notify.command]]")
+                    .with_help(NOTIFY_COMMAND_HELP)
+                    .into());
+            };
+            if argv.get_ref().first().is_none_or(|p| p.trim().is_empty()) {
+                return Err(self
+                    .error(
+                        argv.span(),
+                        "`argv` in [[notify.command]] has no program name",
+                    )
+                    .with_help(NOTIFY_COMMAND_HELP)
+                    .into());
+            }
+            let timeout = match table.timeout {
+                None => DEFAULT_COMMAND_TIMEOUT,
+                Some(timeout) => parse_duration(timeout.get_ref()).map_err(|reason| {
+                    self.error(
+                        timeout.span(),
+                        format!("invalid `timeout` in [[notify.command]]: {reason}"),
+                    )
+                })?,
+            };
+            commands.push(CommandChannelConfig {
+                argv: argv.into_inner(),
+                timeout,
+            });
+        }
+        Ok(NotifyConfig {
+            desktop: raw.desktop.unwrap_or(true),
+            webhooks,
+            commands,
+        })
+    }
+}
+
+/// An `http://` or `https://` URL with a host.
+fn check_url(url: &str) -> Result<(), String> {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return Err("it has no scheme (expected `https://` or `http://`)".into());
+    };
+    if !matches!(scheme.to_ascii_lowercase().as_str(), "http" | "https") {
+        return Err(format!(
+            "scheme `{scheme}` is not supported (expected `https` or `http`)"
+        ));
+    }
+    let host = rest.split(['/', '?', '#']).next().unwrap_or_default();
+    if host.is_empty() || url.chars().any(char::is_whitespace) {
+        return Err("it has no host, or contains whitespace".into());
+    }
+    Ok(())
 }

@@ -99,6 +99,8 @@ fn full_example_parses_with_its_values() -> TestResult {
                 check: Some("sh check.sh greet".into()),
                 span: config.items[0].span.clone(),
             }],
+            notify: NotifyConfig::default(),
+            alert: AlertConfig::default(),
         }
     );
     let span = &config.items[0].span;
@@ -798,6 +800,50 @@ fn gates_take_modes_and_budget_mode_is_an_alias() -> TestResult {
     Ok(())
 }
 
+/// `HEAD`, one item, then `tail`.
+fn with_notify(tail: &str) -> String {
+    format!("{HEAD}[[item]]\nid = \"a\"\nprompt = \"p\"\n{tail}")
+}
+
+#[test]
+fn notify_and_alert_parse_with_their_defaults() -> TestResult {
+    let config = parse(&with_notify(""), FILE_NAME)?;
+    assert_eq!(config.notify, NotifyConfig::default());
+    assert!(config.notify.desktop, "desktop is on by default");
+    assert_eq!(config.alert.no_ship_hours, 6);
+
+    let config = parse(
+        &with_notify(
+            "[notify]\ndesktop = false\n[[notify.webhook]]\nurl = \"https://ntfy.sh/t\"\nformat = \"ntfy\"\n\
+             [[notify.webhook]]\nurl = \"http://127.0.0.1:9/h\"\n\
+             [[notify.command]]\nargv = [\"notify.sh\", \"-q\"]\ntimeout = \"5s\"\n[alert]\nno_ship_hours = 0\n",
+        ),
+        FILE_NAME,
+    )?;
+    assert_eq!(
+        config.notify,
+        NotifyConfig {
+            desktop: false,
+            webhooks: vec![
+                WebhookConfig {
+                    url: "https://ntfy.sh/t".into(),
+                    format: WebhookFormat::Ntfy
+                },
+                WebhookConfig {
+                    url: "http://127.0.0.1:9/h".into(),
+                    format: WebhookFormat::Json
+                },
+            ],
+            commands: vec![CommandChannelConfig {
+                argv: vec!["notify.sh".into(), "-q".into()],
+                timeout: Duration::from_secs(5),
+            }],
+        }
+    );
+    assert_eq!(config.alert.no_ship_hours, 0);
+    Ok(())
+}
+
 #[test]
 fn gate_errors_are_located() {
     assert_error(
@@ -827,5 +873,58 @@ fn gate_errors_are_located() {
         "\"warn\"",
         "disagrees",
         "older name",
+    );
+}
+
+#[test]
+fn bad_notify_values_are_located() {
+    assert_error(
+        &with_notify("[[notify.webhook]]\nurl = \"ftp://example.com/x\"\n"),
+        (9, 7),
+        "\"ftp://example.com/x\"",
+        "invalid `url` in [[notify.webhook]]: scheme `ftp` is not supported",
+        "give a full URL",
+    );
+    assert_error(
+        &with_notify("[[notify.webhook]]\nurl = \"example.com/x\"\n"),
+        (9, 7),
+        "\"example.com/x\"",
+        "it has no scheme",
+        "https://",
+    );
+    assert_error(
+        &with_notify("[[notify.webhook]]\nurl = \"https://x.io/\"\nformat = \"xml\"\n"),
+        (10, 10),
+        "\"xml\"",
+        "unknown `format` `xml` in [[notify.webhook]]",
+        "\"ntfy\"",
+    );
+    assert_error(
+        &with_notify("[[notify.webhook]]\nformat = \"json\"\n"),
+        (8, 1),
+        "[[notify.webhook]]",
+        "missing `url` in [[notify.webhook]]",
+        "url = ",
+    );
+    assert_error(
+        &with_notify("[[notify.command]]\nargv = []\n"),
+        (9, 8),
+        "[]",
+        "`argv` in [[notify.command]] has no program name",
+        "JSON on stdin",
+    );
+    assert_error(
+        &with_notify("[notify]\nsound = true\n"),
+        (9, 1),
+        "sound",
+        "unknown field `sound`",
+        "nightshift init",
+    );
+    assert_error(
+        &with_notify("[alert]\nno_ship_hours = -1\n"),
+        (9, 17),
+        "-1",
+        "",
+        "",
     );
 }

@@ -93,16 +93,10 @@ impl Engine<'_> {
                     HaltReason::MetricIntegrityViolation,
                     "metric_integrity_violation: a guard failed".into(),
                 ));
-                notify::raise(
-                    &self.ws,
-                    self.clock.as_ref(),
-                    &notify::Alert {
-                        kind: notify::AlertKind::Integrity,
-                        summary: format!("{}: {reason}", att.item),
-                        detail: None,
-                        run_id: Some(self.run_id()),
-                        item: Some(att.item.clone()),
-                    },
+                self.alert(
+                    notify::AlertKind::Integrity,
+                    format!("{}: {reason}", att.item),
+                    Some(&att.item),
                 );
                 self.park_halting(att, reason, halt)
             }
@@ -112,16 +106,10 @@ impl Engine<'_> {
                 let why = self
                     .last_untrusted(att)?
                     .unwrap_or_else(|| "the check contradicted itself".into());
-                notify::raise(
-                    &self.ws,
-                    self.clock.as_ref(),
-                    &notify::Alert {
-                        kind: notify::AlertKind::Integrity,
-                        summary: format!("check_not_deterministic: {why}"),
-                        detail: None,
-                        run_id: Some(self.run_id()),
-                        item: Some(att.item.clone()),
-                    },
+                self.alert(
+                    notify::AlertKind::Integrity,
+                    format!("check_not_deterministic: {why}"),
+                    Some(&att.item),
                 );
                 self.halt_requested = Some(HaltReason::CheckNotDeterministic);
                 self.fail_halting(
@@ -335,6 +323,7 @@ impl Engine<'_> {
                 run_id: &run_id,
                 budget_gate: self.config.gates.mode("budget"),
                 stall_gate: self.config.gates.mode("stall"),
+                notify: &self.config.notify,
             };
             let enforced = packet.enforce_budget;
             let (item_id, attempt) = (att.item.clone(), att.attempt);
@@ -367,15 +356,15 @@ impl Engine<'_> {
             Some(self.started_boot),
         );
         if !swept.survivors.is_empty() {
-            notify::attention(
-                &self.ws,
-                self.clock.as_ref(),
-                &format!(
+            self.alert(
+                notify::AlertKind::Integrity,
+                format!(
                     "{}: processes {:?} survived SIGKILL in {}",
                     att.item,
                     swept.survivors,
                     worktree.display()
                 ),
+                Some(&att.item),
             );
         }
         let spend = end.totals.as_ref().map(|t| Spend {
@@ -433,6 +422,7 @@ impl Engine<'_> {
                 self.pause(
                     format!("rate_limited: {} hit its usage limit", att.item),
                     until,
+                    &att.item,
                 )?;
             }
             Outcome::EnvFault => {
@@ -447,25 +437,25 @@ impl Engine<'_> {
                 } else {
                     format!("env_fault: {fault}: {}", att.item)
                 };
-                self.pause(why, now + backoff.ceil() as i64)?;
+                self.pause(why, now + backoff.ceil() as i64, &att.item)?;
             }
-            _ => {}
+            _ => self.pause_cleared(),
         }
         Ok(())
     }
 
     /// Pauses dispatch for the whole run (a quota is shared) until `until` (epoch seconds).
-    fn pause(&mut self, reason: String, until: i64) -> Result<(), EngineError> {
-        notify::attention(
-            &self.ws,
-            self.clock.as_ref(),
-            &format!(
-                "paused until {}: {reason}",
-                jiff::Timestamp::from_second(until)
-                    .map(|t| t.to_string())
-                    .unwrap_or_default()
-            ),
-        );
+    fn pause(&mut self, reason: String, until: i64, item: &str) -> Result<(), EngineError> {
+        let until_text = jiff::Timestamp::from_second(until)
+            .map(|t| t.to_string())
+            .unwrap_or_default();
+        // The cause without the changing back-off: one alert per cause while it lasts.
+        let key = if reason.starts_with("rate_limited") {
+            "rate_limited".to_owned()
+        } else {
+            reason.split(" — ").next().unwrap_or(&reason).to_owned()
+        };
+        self.alert_pause(&key, &reason, &until_text, item);
         self.record(EventKind::RunPaused { reason, until })?;
         Ok(())
     }

@@ -4,6 +4,7 @@
 //! before and confirmation after each side effect. Resume after a crash is therefore not a
 //! special path: the loop continues from what the journal says, after reconciling the world.
 
+mod alerts;
 mod attempt;
 mod closeout;
 mod launch;
@@ -135,6 +136,7 @@ pub fn run(opts: RunOptions, observe: &mut dyn FnMut(&Event)) -> Result<RunSumma
         last_alert: None,
         loop_mode: opts.loop_mode,
         deadline: None,
+        alerts: AlertState::default(),
     };
     // Before anything looks at a worktree: nothing a killed engine left running may still be
     // writing in one, and no lock a killed git left may block it.
@@ -145,8 +147,15 @@ pub fn run(opts: RunOptions, observe: &mut dyn FnMut(&Event)) -> Result<RunSumma
     let _ = lock.describe(&format!("{holder}, run {run_id}"));
     engine.reconcile_teardowns()?;
     engine.open_deadline(opts.until)?;
-    let halt = engine.drive()?;
+    let halt = match engine.drive() {
+        Ok(halt) => halt,
+        Err(e) => {
+            engine.alert_stopped(&e);
+            return Err(e);
+        }
+    };
     let items = engine.store.items(&run_id)?;
+    engine.alert_run_finished(&run_id, halt, &items);
     drop(lock);
     Ok(RunSummary {
         run_id,
@@ -177,6 +186,19 @@ struct Engine<'o> {
     loop_mode: bool,
     /// `--until` (epoch seconds): no new session or attempt after it.
     deadline: Option<i64>,
+    /// What has been alerted already (issue 6), so a retrying condition alerts once.
+    alerts: AlertState,
+}
+
+/// Alerts that must not repeat while their condition lasts.
+#[derive(Default)]
+struct AlertState {
+    /// The key of the last pause alerted (`rate_limited`, `env_fault: auth: item`, …).
+    pause: Option<String>,
+    /// Shipped items counted at `since` (wall seconds): the no-ship clock restarts on a ship.
+    shipped: Option<(usize, i64)>,
+    /// The no-ship alert for the current window was raised.
+    no_ship_raised: bool,
 }
 
 /// Journaling from inside a running session (borrows the engine's parts, not the engine).
@@ -190,6 +212,7 @@ pub(crate) struct Journal<'a, 'o> {
     pub budget_gate: crate::gate::GateMode,
     /// The stall gate's mode: in `log`, silence past the grace is a `gate_warned`.
     pub stall_gate: crate::gate::GateMode,
+    pub notify: &'a crate::config::NotifyConfig,
 }
 
 impl Journal<'_, '_> {
@@ -212,6 +235,21 @@ impl Journal<'_, '_> {
         use crate::session::SessionEvent;
         match event {
             SessionEvent::BudgetWarned(c) => {
+                if c.scope == crate::session::Scope::Run {
+                    let mut alert = crate::notify::Alert::new(
+                        crate::notify::AlertKind::Budget,
+                        format!(
+                            "run budget {:.0}% spent: {:?} {:.2} of {:.2}",
+                            100.0 * c.used / c.limit.max(f64::MIN_POSITIVE),
+                            c.metric,
+                            c.used,
+                            c.limit
+                        ),
+                    );
+                    alert.run_id = Some(self.run_id.to_owned());
+                    alert.item = Some(item.to_owned());
+                    crate::notify::raise(self.ws, self.clock, self.notify, &alert);
+                }
                 self.record(EventKind::BudgetWarned {
                     item: item.into(),
                     attempt,
@@ -222,22 +260,27 @@ impl Journal<'_, '_> {
                 })?;
             }
             SessionEvent::BudgetTripped(c) => {
-                crate::notify::attention(
-                    self.ws,
-                    self.clock,
-                    &format!(
-                        "{item}: budget tripped: {:?} {:?} {:.2} of {:.2}{}",
-                        c.scope,
-                        c.metric,
-                        c.used,
-                        c.limit,
-                        if enforced {
-                            "; ending the session"
-                        } else {
-                            " (budget_mode = warn)"
-                        }
-                    ),
+                let line = format!(
+                    "{item}: budget tripped: {:?} {:?} {:.2} of {:.2}{}",
+                    c.scope,
+                    c.metric,
+                    c.used,
+                    c.limit,
+                    if enforced {
+                        "; ending the session"
+                    } else {
+                        " (budget_mode = warn)"
+                    }
                 );
+                if c.scope == crate::session::Scope::Run {
+                    let mut alert =
+                        crate::notify::Alert::new(crate::notify::AlertKind::Budget, line);
+                    alert.run_id = Some(self.run_id.to_owned());
+                    alert.item = Some(item.to_owned());
+                    crate::notify::raise(self.ws, self.clock, self.notify, &alert);
+                } else {
+                    crate::notify::attention(self.ws, self.clock, &line);
+                }
                 self.record(EventKind::BudgetTripped {
                     item: item.into(),
                     attempt,
@@ -395,6 +438,7 @@ impl Engine<'_> {
             }
             let run_id = self.run_id();
             let items = self.store.items(&run_id)?;
+            self.alert_no_ship(&items);
             if let Some(item) = items.iter().find(|i| i.state == "running") {
                 let number = item.current_attempt.unwrap_or(0);
                 if let Some(attempt) = self.store.attempt(&run_id, &item.id, number)? {

@@ -249,10 +249,10 @@ impl Engine<'_> {
                 "processes {survivors:?} survived SIGKILL in the worktree, and moving it aside failed: {e}"
             ),
         };
-        crate::notify::attention(
-            &self.ws,
-            self.clock.as_ref(),
-            &format!("{}: {error}", att.item),
+        self.alert(
+            crate::notify::AlertKind::Integrity,
+            format!("{}: {error}", att.item),
+            Some(&att.item),
         );
         self.record_for(
             run_id,

@@ -20,7 +20,7 @@ use crate::agent::{Finished, SessionTotals, StreamParser};
 use crate::clock::{Clock, SystemClock};
 
 pub use budget::{Budget, Crossing, Guard, Limit, Metric, Scope};
-pub use sweep::{Reach, SweepReport, become_subreaper, sweep};
+pub use sweep::{Reach, SweepReport, become_subreaper, spare, sweep, unspare};
 
 /// How a supervised process ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

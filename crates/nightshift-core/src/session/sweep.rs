@@ -24,6 +24,28 @@ pub fn become_subreaper() -> bool {
     os::become_subreaper()
 }
 
+/// Children this process started on purpose that outlive a step (the alert deliverer): never a
+/// session's leftover, so a sweep leaves them alone.
+static SPARED: std::sync::Mutex<Vec<i32>> = std::sync::Mutex::new(Vec::new());
+
+/// Marks a child of this process as not a leftover, until [`unspare`].
+pub fn spare(pid: i32) {
+    if let Ok(mut spared) = SPARED.lock() {
+        spared.push(pid);
+    }
+}
+
+/// Undoes [`spare`] (once the child is reaped).
+pub fn unspare(pid: i32) {
+    if let Ok(mut spared) = SPARED.lock() {
+        spared.retain(|p| *p != pid);
+    }
+}
+
+fn is_spared(pid: i32) -> bool {
+    SPARED.lock().is_ok_and(|spared| spared.contains(&pid))
+}
+
 /// Whose leftovers a sweep takes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Reach {
@@ -170,7 +192,9 @@ mod os {
             .filter(|pid| match stat_full(*pid) {
                 Some((_, 'Z' | 'X', _)) | None => false,
                 Some((_, _, start)) if since.is_some_and(|s| start < s) => false,
-                Some((ppid, _, _)) => (orphans && ppid == me) || holds(*pid, dir),
+                Some((ppid, _, _)) => {
+                    (orphans && ppid == me && !super::is_spared(*pid)) || holds(*pid, dir)
+                }
             })
             .collect()
     }

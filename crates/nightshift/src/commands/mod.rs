@@ -5,6 +5,7 @@ pub mod demo;
 pub mod fixpoint;
 pub mod init;
 pub mod log;
+pub mod notify;
 pub mod pause;
 pub mod replay;
 pub mod restore;

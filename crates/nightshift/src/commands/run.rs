@@ -34,6 +34,10 @@ pub fn run(args: &RunArgs) -> CommandResult {
             })
         }
     };
+    // A channel that cannot deliver here is said now, on stderr and in ATTENTION (issue 6).
+    for line in nightshift_core::notify::run_starting(&ws, clock.as_ref(), &config.notify) {
+        eprintln!("warning: {line}");
+    }
     let json = args.json;
     let mut observe = |event: &nightshift_core::store::Event| {
         let mut out = std::io::stdout().lock();

@@ -16,6 +16,7 @@ mod fixpoint;
 mod guards;
 mod integrate;
 mod lock;
+mod notify;
 mod pipeline;
 mod reading;
 mod replay;

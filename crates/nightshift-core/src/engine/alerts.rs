@@ -1,0 +1,137 @@
+//! The alerts the engine raises (issue 6): a pause on a systemic fault, a person required, the
+//! run's fuse at 80%, nothing shipped for `alert.no_ship_hours`, a process that survived
+//! teardown, and the run's end with its summary. Each goes to ATTENTION at once and to the
+//! `[notify]` channels without waiting (see `notify::raise`).
+
+use std::fmt::Write;
+
+use crate::halt::HaltReason;
+use crate::notify::{self, Alert, AlertKind};
+use crate::store::ItemRow;
+
+use super::Engine;
+
+impl Engine<'_> {
+    /// Raises `kind` with `summary`, for this run and (optionally) one item.
+    pub(super) fn alert(&self, kind: AlertKind, summary: String, item: Option<&str>) {
+        let alert = Alert {
+            kind,
+            summary,
+            detail: None,
+            run_id: self.run.as_ref().map(|r| r.id.clone()),
+            item: item.map(str::to_owned),
+        };
+        notify::raise(&self.ws, self.clock.as_ref(), &self.config.notify, &alert);
+    }
+
+    /// A pause on a systemic fault: once per cause while it lasts (a retried auth failure does
+    /// not ring every back-off). An auth failure needs a person; the others clear by themselves.
+    pub(super) fn alert_pause(&mut self, key: &str, reason: &str, until: &str, item: &str) {
+        if self.alerts.pause.as_deref() == Some(key) {
+            notify::attention(
+                &self.ws,
+                self.clock.as_ref(),
+                &format!("paused until {until}: {reason}"),
+            );
+            return;
+        }
+        self.alerts.pause = Some(key.to_owned());
+        let (kind, summary) = if key.starts_with("env_fault: auth") {
+            (
+                AlertKind::HumanRequired,
+                format!(
+                    "human required: the agent CLI is not logged in; paused until {until} and retrying: {reason}"
+                ),
+            )
+        } else {
+            (AlertKind::Paused, format!("paused until {until}: {reason}"))
+        };
+        self.alert(kind, summary, Some(item));
+    }
+
+    /// A session ended without a systemic fault: the next pause alerts again.
+    pub(super) fn pause_cleared(&mut self) {
+        self.alerts.pause = None;
+    }
+
+    /// Nothing shipped for `[alert] no_ship_hours` of this engine's running time: one alert per
+    /// window; a ship starts a new window.
+    pub(super) fn alert_no_ship(&mut self, items: &[ItemRow]) {
+        let hours = self.config.alert.no_ship_hours;
+        if hours == 0 {
+            return;
+        }
+        let now = self.clock.wall().as_second();
+        let shipped = items.iter().filter(|i| i.state == "shipped").count();
+        match self.alerts.shipped {
+            Some((count, _)) if count == shipped => {}
+            _ => {
+                self.alerts.shipped = Some((shipped, now));
+                self.alerts.no_ship_raised = false;
+                return;
+            }
+        }
+        let since = self.alerts.shipped.map_or(now, |(_, since)| since);
+        if self.alerts.no_ship_raised || now - since < i64::from(hours) * 3600 {
+            return;
+        }
+        self.alerts.no_ship_raised = true;
+        let open = items.iter().filter(|i| i.state != "shipped").count();
+        self.alert(
+            AlertKind::NoShip,
+            format!(
+                "nothing shipped for {hours}h ({shipped} shipped, {open} not yet); see `nightshift status`"
+            ),
+            None,
+        );
+    }
+
+    /// The engine stopped on an error (the run stays resumable, but nothing resumes it by
+    /// itself): a person is required.
+    pub(super) fn alert_stopped(&self, error: &super::EngineError) {
+        let mut text = error.to_string();
+        let mut source = std::error::Error::source(error);
+        while let Some(s) = source {
+            text.push_str(": ");
+            text.push_str(&s.to_string());
+            source = s.source();
+        }
+        self.alert(
+            AlertKind::HumanRequired,
+            format!("run stopped, resumable with `nightshift run`: failed to {text}"),
+            None,
+        );
+    }
+
+    /// The run's end, with a plain-text morning summary as the detail.
+    pub(super) fn alert_run_finished(&self, run_id: &str, halt: HaltReason, items: &[ItemRow]) {
+        let shipped = items.iter().filter(|i| i.state == "shipped").count();
+        let parked = items.iter().filter(|i| i.state == "parked").count();
+        let mut detail = String::new();
+        for item in items {
+            let _ = write!(detail, "{:<8} {}", item.state, item.id);
+            if let Some(reason) = item.reason.as_deref().filter(|_| item.state != "shipped") {
+                let _ = write!(detail, ": {reason}");
+            }
+            detail.push('\n');
+        }
+        let _ = write!(
+            detail,
+            "halt: {} (exit {}); `nightshift status` has the rest",
+            halt.as_str(),
+            halt.class().code()
+        );
+        let alert = Alert {
+            kind: AlertKind::RunFinished,
+            summary: format!(
+                "run finished ({}): {shipped} of {} shipped, {parked} parked",
+                halt.as_str(),
+                items.len()
+            ),
+            detail: Some(detail),
+            run_id: Some(run_id.to_owned()),
+            item: None,
+        };
+        notify::raise(&self.ws, self.clock.as_ref(), &self.config.notify, &alert);
+    }
+}
