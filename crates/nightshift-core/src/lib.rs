@@ -12,6 +12,7 @@ pub mod check;
 pub mod clean;
 pub mod clock;
 pub mod config;
+pub mod doctor;
 pub mod engine;
 pub mod failpoint;
 pub mod git;

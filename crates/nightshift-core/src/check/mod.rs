@@ -41,4 +41,6 @@ pub fn run(
     })
 }
 
+pub mod probe;
 pub mod results;
+pub mod stats;

@@ -10,6 +10,9 @@ mod launch;
 mod prompt;
 mod teardown;
 
+/// The program a session of this agent config starts (what the preflight and `doctor` look for).
+pub(crate) use launch::program as agent_program;
+
 use std::sync::Arc;
 
 use crate::clock::Clock;
@@ -409,7 +412,7 @@ impl Engine<'_> {
 }
 
 /// Keeps `.nightshift/` out of `git status` without touching a tracked file.
-fn ensure_excluded(common_dir: &std::path::Path) -> Result<(), EngineError> {
+pub(crate) fn ensure_excluded(common_dir: &std::path::Path) -> Result<(), EngineError> {
     let exclude = common_dir.join("info").join("exclude");
     let text = std::fs::read_to_string(&exclude).unwrap_or_default();
     if text.lines().any(|l| {
