@@ -126,3 +126,31 @@ pub struct LogLine<'a> {
 pub fn status_schema() -> schemars::Schema {
     schemars::schema_for!(Status)
 }
+
+/// The version of the `probe --json` shape.
+pub const PROBE_VERSION: u32 = 1;
+/// The version of the `doctor --json` shape.
+pub const DOCTOR_VERSION: u32 = 1;
+
+/// `nightshift probe --json`: the report's fields inline, with the summary line and the exit.
+#[derive(Debug, Serialize)]
+pub struct ProbeOutput<'a> {
+    pub version: u32,
+    /// The line a person reads: the achieved bound, or the flake and its dimensions.
+    pub summary: String,
+    /// `check_flaky`, `execution_failure`, or null.
+    pub halt_reason: Option<&'static str>,
+    pub exit_code: i32,
+    #[serde(flatten)]
+    pub report: &'a nightshift_core::check::probe::ProbeReport,
+}
+
+/// `nightshift doctor --json`.
+#[derive(Debug, Serialize)]
+pub struct DoctorOutput<'a> {
+    pub version: u32,
+    pub findings: &'a [nightshift_core::doctor::Finding],
+    /// The halt reason of the finding that refuses a run, or null.
+    pub halt_reason: Option<&'static str>,
+    pub exit_code: i32,
+}

@@ -335,7 +335,10 @@ pub fn perturbation(
             env.push(("RUST_TEST_SHUFFLE".into(), "1".into()));
             env.push(("RUST_TEST_SHUFFLE_SEED".into(), s.clone()));
             if std::env::var_os("SPEC_OPTS").is_none() {
-                env.push(("SPEC_OPTS".into(), format!("--order rand:{}", seed % 65_535)));
+                env.push((
+                    "SPEC_OPTS".into(),
+                    format!("--order rand:{}", seed % 65_535),
+                ));
             }
             format!("NIGHTSHIFT_SEED={s}")
         }
@@ -546,10 +549,12 @@ impl ProbeReport {
     }
 }
 
-/// Rotation length before an early stop is considered, and the minimum runs after the first
-/// disagreement (so each dimension gets more chances to show itself).
-fn settle_runs(rotation: usize) -> u64 {
-    rotation as u64
+/// Whether a probe that has seen a disagreement (first at run `split`) has seen enough: two
+/// more full rotations after it, and five rotations in all, so that every dimension had its
+/// chances and the majority is clear.
+fn settled(done: u64, split: u64, rotation: usize) -> bool {
+    let rotation = rotation as u64;
+    done >= split + 2 * rotation && done >= 5 * rotation
 }
 
 /// Runs the probe. `progress` sees every run as it ends (with the planned total).
@@ -576,12 +581,18 @@ pub fn probe(
             .iter()
             .position(|d| *d == dimension)
             .unwrap_or(0);
-        let p = perturbation(dimension, per_dim_count[slot], &mut rng, faketime.as_deref());
+        let p = perturbation(
+            dimension,
+            per_dim_count[slot],
+            &mut rng,
+            faketime.as_deref(),
+        );
         per_dim_count[slot] += 1;
         let log = scratch
             .logs()
             .join(format!("run-{:04}-{}.log", i + 1, dimension.as_str()));
-        let (verdict, end) = run_once(&opts.command, scratch.tree(), opts.timeout, &p, log.clone())?;
+        let (verdict, end) =
+            run_once(&opts.command, scratch.tree(), opts.timeout, &p, log.clone())?;
         let run = ProbeRun {
             index: i + 1,
             dimension,
@@ -602,12 +613,8 @@ pub fn probe(
         if first_split.is_none() && runs.iter().any(|r| r.verdict != runs[0].verdict) {
             first_split = Some(i + 1);
         }
-        if let Some(split) = first_split {
-            let done = i + 1;
-            let settle = settle_runs(rotation.len());
-            if done >= split + settle && done >= 2 * settle {
-                break;
-            }
+        if first_split.is_some_and(|split| settled(i + 1, split, rotation.len())) {
+            break;
         }
     }
     // The majority verdict, and who disagreed with it.
@@ -667,9 +674,7 @@ pub fn probe(
         majority,
         disagreements: k,
         flake_rate_upper,
-        meets_target: opts
-            .max_flake_rate
-            .map(|r| k == 0 && flake_rate_upper <= r),
+        meets_target: opts.max_flake_rate.map(|r| k == 0 && flake_rate_upper <= r),
         broken,
         intrinsic,
         dimensions,
@@ -687,7 +692,9 @@ fn keep_logs(
     logs: &[PathBuf],
     majority: Option<&Verdict>,
 ) -> Option<PathBuf> {
-    let stamp = jiff::Timestamp::now().strftime("%Y%m%dT%H%M%SZ").to_string();
+    let stamp = jiff::Timestamp::now()
+        .strftime("%Y%m%dT%H%M%SZ")
+        .to_string();
     let dir = ws.dir().join("logs").join(format!("probe-{stamp}"));
     std::fs::create_dir_all(&dir).ok()?;
     let mut kept_majority = false;

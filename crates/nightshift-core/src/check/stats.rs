@@ -152,8 +152,16 @@ pub fn wilson_bounds(k: u64, n: u64, confidence: f64) -> (f64, f64) {
     let denom = 1.0 + z2 / n_f;
     let centre = (p + z2 / (2.0 * n_f)) / denom;
     let half = z / denom * (p * (1.0 - p) / n_f + z2 / (4.0 * n_f * n_f)).sqrt();
-    let lower = if k == 0 { 0.0 } else { (centre - half).max(0.0) };
-    let upper = if k >= n { 1.0 } else { (centre + half).min(1.0) };
+    let lower = if k == 0 {
+        0.0
+    } else {
+        (centre - half).max(0.0)
+    };
+    let upper = if k >= n {
+        1.0
+    } else {
+        (centre + half).min(1.0)
+    };
     (lower, upper)
 }
 

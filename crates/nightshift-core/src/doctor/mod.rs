@@ -294,7 +294,12 @@ fn version_of(program: &Path, cwd: &Path) -> Option<String> {
         }
     };
     let mut out = String::new();
-    child.stdout.take()?.take(4096).read_to_string(&mut out).ok()?;
+    child
+        .stdout
+        .take()?
+        .take(4096)
+        .read_to_string(&mut out)
+        .ok()?;
     let line = out.lines().map(str::trim).find(|l| !l.is_empty())?;
     status.success().then(|| line.chars().take(120).collect())
 }
@@ -312,12 +317,20 @@ fn git_state(ws: &Workspace, config: &Config) -> Vec<Finding> {
                 "git_repository",
                 GateClass::Safety,
                 HaltReason::WorkspaceInvalid,
-                format!("{} is not a usable git repository: {e}", ws.root().display()),
+                format!(
+                    "{} is not a usable git repository: {e}",
+                    ws.root().display()
+                ),
                 "run nightshift inside a git work tree, or `git init` one",
             ));
             return out;
         }
     };
+    out.push(Finding::ok(
+        "git_repository",
+        GateClass::Safety,
+        format!("{} is a git work tree", ws.root().display()),
+    ));
     let git_dir = git
         .run(&["rev-parse", "--absolute-git-dir"])
         .map(|s| PathBuf::from(s.trim()))
@@ -401,7 +414,11 @@ fn git_state(ws: &Workspace, config: &Config) -> Vec<Finding> {
             "git_operation",
             GateClass::Safety,
             HaltReason::WorkspaceInvalid,
-            format!("{} is in progress in {}", busy.join(" and "), ws.root().display()),
+            format!(
+                "{} is in progress in {}",
+                busy.join(" and "),
+                ws.root().display()
+            ),
             "finish it or abort it (`git rebase --abort`, `git merge --abort`, …) first",
         )
     });
@@ -436,7 +453,10 @@ fn check_findings(ws: &Workspace, config: &Config, command: &str, runs: u32) -> 
                 "check_runs",
                 GateClass::Product,
                 HaltReason::WorkspaceInvalid,
-                format!("could not make a scratch worktree at HEAD to run the check in: {}", crate::check::probe::chain(&e)),
+                format!(
+                    "could not make a scratch worktree at HEAD to run the check in: {}",
+                    crate::check::probe::chain(&e)
+                ),
                 "fix the repository (a commit at HEAD, [worktree] seed files present), then run doctor again",
             )];
         }
@@ -460,7 +480,10 @@ fn check_findings(ws: &Workspace, config: &Config, command: &str, runs: u32) -> 
                 "check_runs",
                 GateClass::Product,
                 HaltReason::ExecutionFailure,
-                format!("the check could not be run: {}", crate::check::probe::chain(&e)),
+                format!(
+                    "the check could not be run: {}",
+                    crate::check::probe::chain(&e)
+                ),
                 "fix [check] command in nightshift.toml",
             ));
             return out;
@@ -486,7 +509,10 @@ fn check_findings(ws: &Workspace, config: &Config, command: &str, runs: u32) -> 
         Finding::ok(
             "check_runs",
             GateClass::Product,
-            format!("`{command}` is green at HEAD ({} ms)", end.duration.as_millis()),
+            format!(
+                "`{command}` is green at HEAD ({} ms)",
+                end.duration.as_millis()
+            ),
         )
     } else if end.outcome == Outcome::Timeout {
         Finding::warn(

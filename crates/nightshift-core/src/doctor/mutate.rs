@@ -114,12 +114,7 @@ pub fn is_source(path: &str, check_command: &str) -> bool {
 /// Up to `max` source files, most likely exercised first: ranked by how often their stem is
 /// named in the tracked test files and the check command (`lib.sh` is named by `check.sh`),
 /// then by path.
-pub fn candidates(
-    tree: &Path,
-    tracked: &[String],
-    check_command: &str,
-    max: usize,
-) -> Vec<String> {
+pub fn candidates(tree: &Path, tracked: &[String], check_command: &str, max: usize) -> Vec<String> {
     let sources: Vec<&String> = tracked
         .iter()
         .filter(|p| is_source(p, check_command))
@@ -159,7 +154,11 @@ pub fn candidates(
         })
         .collect();
     ranked.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(b.1)));
-    ranked.into_iter().take(max).map(|(_, p)| p.clone()).collect()
+    ranked
+        .into_iter()
+        .take(max)
+        .map(|(_, p)| p.clone())
+        .collect()
 }
 
 /// A planted mutation: the new text and what was done.
@@ -334,7 +333,11 @@ mod tests {
     #[test]
     fn candidates_rank_what_the_tests_name() {
         let dir = tempfile::tempdir().unwrap();
-        std::fs::write(dir.path().join("check.sh"), ". ./math.sh\n[ $(add 1 2) = 3 ]\n").unwrap();
+        std::fs::write(
+            dir.path().join("check.sh"),
+            ". ./math.sh\n[ $(add 1 2) = 3 ]\n",
+        )
+        .unwrap();
         let tracked: Vec<String> = ["aaa.sh", "check.sh", "math.sh", "README.md"]
             .iter()
             .map(|s| s.to_string())

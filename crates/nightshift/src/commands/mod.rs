@@ -2,8 +2,10 @@
 
 pub mod clean;
 pub mod demo;
+pub mod doctor;
 pub mod init;
 pub mod log;
+pub mod probe;
 pub mod restore;
 pub mod run;
 pub mod status;

@@ -17,6 +17,7 @@ pub fn run(args: &RunArgs) -> CommandResult {
     // Everything that can be wrong with the input is found before anything is written.
     let config = config::load(&ws.root().join(config::FILE_NAME))?;
     let plan = plan::load(&config, ws.root())?;
+    super::doctor::gate_run(&ws, &config)?;
     let json = args.json;
     let mut observe = |event: &nightshift_core::store::Event| {
         let mut out = std::io::stdout().lock();

@@ -11,9 +11,11 @@ mod harness;
 
 mod bad_config;
 mod crash;
+mod doctor;
 mod integrate;
 mod lock;
 mod pipeline;
+mod probe;
 mod reading;
 mod restore;
 mod sessions;
