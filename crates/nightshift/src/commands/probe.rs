@@ -98,7 +98,7 @@ pub fn run(args: &ProbeArgs) -> CommandResult {
                 if run.verdict.green { "green" } else { "red" }
             );
             let _ = err.flush();
-        } else if run.index % 25 == 0 || run.index == total {
+        } else if run.index.is_multiple_of(25) || run.index == total {
             let _ = writeln!(err, "[{}/{}] runs done", run.index, total);
         }
     };
