@@ -715,3 +715,34 @@ pub fn notify_attention_only(ws: &Workspace) -> Finding {
         )
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn failing(name: &str, class: GateClass, halt: HaltReason) -> Finding {
+        Finding::fail(name, class, halt, "x", "y")
+    }
+
+    #[test]
+    fn the_highest_failing_safety_or_product_gate_decides_and_process_only_warns() {
+        let report = Report {
+            findings: vec![
+                Finding::ok("agent", GateClass::Safety, "fine"),
+                failing("determinism", GateClass::Product, HaltReason::CheckFlaky),
+                failing("git_locks", GateClass::Safety, HaltReason::WorkspaceInvalid),
+                failing("notify", GateClass::Process, HaltReason::ExecutionFailure),
+            ],
+        };
+        assert_eq!(report.refusal().map(|f| f.name.as_str()), Some("git_locks"));
+        assert_eq!(report.exit_code(), 30);
+        let report = Report {
+            findings: vec![
+                Finding::warn("check_runs", GateClass::Product, "red", "fix"),
+                failing("notify", GateClass::Process, HaltReason::ExecutionFailure),
+            ],
+        };
+        assert!(report.refusal().is_none());
+        assert_eq!(report.exit_code(), 0);
+    }
+}

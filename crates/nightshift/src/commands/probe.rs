@@ -81,6 +81,12 @@ pub fn run(args: &ProbeArgs) -> CommandResult {
             None => String::new(),
         };
         eprintln!("probe: `{command}` at HEAD, {runs} runs{goal}, seed {seed}");
+        let dirty = nightshift_core::git::Git::new(ws.root())
+            .run(&["status", "--porcelain", "--untracked-files=no"])
+            .is_ok_and(|s| !s.trim().is_empty());
+        if dirty {
+            eprintln!("probe: note: uncommitted changes are not probed (the check runs on HEAD)");
+        }
     }
     let mut progress = |run: &ProbeRun, total: u64| {
         if json {

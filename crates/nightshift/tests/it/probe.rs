@@ -205,3 +205,42 @@ fn bad_values_are_refused_with_exit_20_before_anything_runs() {
     let out = probe(&repo, &[]);
     assert_eq!(out.status.code(), Some(20), "{}", text(&out));
 }
+
+#[test]
+fn the_clock_is_perturbed_with_libfaketime_and_never_faked_without_it() {
+    let repo = Repo::new(&[("README.md", "x\n")]);
+    // Red whenever the wall clock reads another year than the real one.
+    let this_year = std::process::Command::new("date")
+        .arg("+%Y")
+        .output()
+        .expect("date");
+    let this_year = String::from_utf8_lossy(&this_year.stdout).trim().to_owned();
+    let check = format!("test \"$(date +%Y)\" = {this_year}");
+    match nightshift_core::check::probe::faketime_library() {
+        Some(lib) => {
+            let lib = lib.display().to_string();
+            let out = repo
+                .cmd(&["probe", "--check", &check, "--runs", "25", "--json"])
+                .env("NIGHTSHIFT_FAKETIME_LIB", &lib)
+                .output()
+                .expect("probe");
+            assert_eq!(out.status.code(), Some(14), "{}", text(&out));
+            let json: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+            assert_eq!(json["broken"], serde_json::json!(["clock"]), "{json}");
+        }
+        None => {
+            let out = probe(&repo, &["--check", &check, "--runs", "8", "--json"]);
+            assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+            let json: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+            let clock = json["dimensions"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|d| d["dimension"] == "clock")
+                .unwrap()
+                .clone();
+            assert_eq!(clock["available"], false, "{json}");
+            assert_eq!(clock["runs"], 0, "{json}");
+        }
+    }
+}
