@@ -515,6 +515,8 @@ pub struct ProbeReport {
     pub halt: Option<HaltReason>,
     /// Where the logs of the disagreeing runs (and one majority run) were kept.
     pub kept_logs: Option<PathBuf>,
+    /// An operator stopped the probe (Ctrl-C, SIGTERM) before its planned runs.
+    pub interrupted: bool,
 }
 
 impl ProbeReport {
@@ -540,7 +542,12 @@ impl ProbeReport {
                     .into()
             }
             _ => format!(
-                "0 failures in {} runs: flake rate below {} at {} confidence",
+                "{}0 failures in {} runs: flake rate below {} at {} confidence",
+                if self.interrupted {
+                    "interrupted: "
+                } else {
+                    ""
+                },
                 self.runs,
                 stats::percent_up(self.flake_rate_upper),
                 stats::percent_plain(self.confidence)
@@ -575,7 +582,12 @@ pub fn probe(
     let mut logs: Vec<PathBuf> = Vec::new();
     let mut first_split: Option<u64> = None;
     let mut halt = None;
+    let mut interrupted = false;
     for i in 0..opts.runs {
+        if crate::stop::requested().is_some() {
+            interrupted = true;
+            break;
+        }
         let dimension = rotation[(i % rotation.len() as u64) as usize];
         let slot = Dimension::ALL
             .iter()
@@ -593,6 +605,11 @@ pub fn probe(
             .join(format!("run-{:04}-{}.log", i + 1, dimension.as_str()));
         let (verdict, end) =
             run_once(&opts.command, scratch.tree(), opts.timeout, &p, log.clone())?;
+        if end.outcome == Outcome::Stopped {
+            // Ended by an operator: not a verdict.
+            interrupted = true;
+            break;
+        }
         let run = ProbeRun {
             index: i + 1,
             dimension,
@@ -681,6 +698,7 @@ pub fn probe(
         disagreeing_runs: disagreeing.into_iter().take(20).cloned().collect(),
         halt,
         kept_logs,
+        interrupted,
     })
 }
 

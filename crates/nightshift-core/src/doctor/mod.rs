@@ -490,6 +490,10 @@ fn check_findings(ws: &Workspace, config: &Config, command: &str, runs: u32) -> 
         }
     };
     let (verdict, end) = &first;
+    if let Some(f) = interrupted() {
+        out.push(f);
+        return out;
+    }
     if probe::cannot_start(end.outcome, end.exit_code) {
         out.push(Finding::fail(
             "check_runs",
@@ -561,6 +565,10 @@ fn check_findings(ws: &Workspace, config: &Config, command: &str, runs: u32) -> 
                 crate::check::probe::chain(&e)
             )),
         }
+    }
+    if let Some(f) = interrupted() {
+        out.push(f);
+        return out;
     }
     out.push(if disagreeing.is_empty() {
         Finding::ok(
@@ -634,6 +642,14 @@ fn adequacy(scratch: &Scratch, command: &str, timeout: Duration, green_at_head: 
         );
         let _ = scratch.restore();
         let _ = std::fs::write(&path, &text);
+        if crate::stop::requested().is_some() {
+            return Finding::warn(
+                NAME,
+                GateClass::Product,
+                "interrupted by an operator stop: adequacy was not judged",
+                "run `nightshift doctor` again",
+            );
+        }
         match result {
             Ok((v, _)) if !v.green => {
                 return Finding::ok(
@@ -667,6 +683,19 @@ fn adequacy(scratch: &Scratch, command: &str, timeout: Duration, green_at_head: 
         ),
         "make the check exercise the code the items change (run the tests, not only a build or a lint)",
     )
+}
+
+/// A warning in place of the check findings when an operator stopped doctor mid-way: runs
+/// ended by a stop are not verdicts.
+fn interrupted() -> Option<Finding> {
+    crate::stop::requested().map(|_| {
+        Finding::warn(
+            "check_runs",
+            GateClass::Product,
+            "interrupted by an operator stop: the check was not judged",
+            "run `nightshift doctor` again",
+        )
+    })
 }
 
 fn colour(green: bool) -> &'static str {

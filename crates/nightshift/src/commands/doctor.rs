@@ -22,6 +22,8 @@ pub fn run(args: &DoctorArgs) -> CommandResult {
         .hint("give at least 1 (default 3)"));
     }
     let ws = super::workspace(&args.repo)?;
+    // Ctrl-C ends the check in flight and removes the scratch worktree before exiting.
+    nightshift_core::stop::install();
     let config = config::load(&ws.root().join(config::FILE_NAME))?;
     let opts = DoctorOptions {
         quick: args.quick,

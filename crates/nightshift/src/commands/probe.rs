@@ -34,6 +34,8 @@ pub fn run(args: &ProbeArgs) -> CommandResult {
         return Err(invalid("read --runs: 0 runs would prove nothing").hint("give at least 1"));
     }
     let ws = super::workspace(&args.repo)?;
+    // Ctrl-C ends the check in flight and removes the scratch worktree before exiting.
+    nightshift_core::stop::install();
     let path = ws.root().join(config::FILE_NAME);
     let (timeout, seeds, configured) = if path.exists() || args.check.is_none() {
         let cfg = config::load(&path)?;

@@ -244,3 +244,40 @@ fn the_clock_is_perturbed_with_libfaketime_and_never_faked_without_it() {
         }
     }
 }
+
+#[test]
+fn an_operator_stop_ends_the_check_in_flight_and_leaves_nothing_behind() {
+    let repo = Repo::new(&[("README.md", "x\n")]);
+    let ready = repo.agent_dir.join("ready");
+    nix::unistd::mkfifo(&ready, nix::sys::stat::Mode::S_IRWXU).unwrap();
+    // The third run announces itself, then would hang for ten minutes.
+    let counter = repo.agent_dir.join("count");
+    let check = format!(
+        "n=$(cat {c} 2>/dev/null || echo 0); echo $((n+1)) > {c}; if [ $n -eq 2 ]; then echo go > {r}; sleep 600; fi",
+        c = counter.display(),
+        r = ready.display()
+    );
+    let child = repo
+        .cmd(&["probe", "--check", &check, "--runs", "50", "--json"])
+        .env("NIGHTSHIFT_FAKETIME_LIB", "")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let _ = std::fs::read_to_string(&ready).unwrap();
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(json["interrupted"], true, "{json}");
+    assert_eq!(json["runs"], 2, "the stopped run is no verdict: {json}");
+    assert!(
+        json["summary"].as_str().unwrap().starts_with("interrupted: "),
+        "{json}"
+    );
+    assert_left_nothing(&repo);
+}
