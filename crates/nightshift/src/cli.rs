@@ -149,6 +149,9 @@ pub struct ProbeArgs {
     /// One JSON object on stdout at the end.
     #[arg(long)]
     pub json: bool,
+    /// Print the JSON Schema of `--json` output.
+    #[arg(long, hide = true)]
+    pub json_schema: bool,
 }
 
 #[derive(Debug, Args)]
@@ -167,4 +170,7 @@ pub struct DoctorArgs {
     /// One JSON object on stdout.
     #[arg(long)]
     pub json: bool,
+    /// Print the JSON Schema of `--json` output.
+    #[arg(long, hide = true)]
+    pub json_schema: bool,
 }

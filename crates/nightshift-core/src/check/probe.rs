@@ -14,6 +14,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+use schemars::JsonSchema;
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
@@ -30,7 +31,7 @@ pub const DEFAULT_MAX_FLAKE_RATE: f64 = 0.01;
 pub const DEFAULT_CONFIDENCE: f64 = 0.95;
 
 /// Something a check should not depend on, perturbed in some probe runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Dimension {
     /// No perturbation: the check as a run would start it.
@@ -108,7 +109,7 @@ pub fn faketime_library() -> Option<PathBuf> {
 }
 
 /// What one check run said: green or red, and which tests it reported in which state.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, JsonSchema)]
 pub struct Verdict {
     pub green: bool,
     /// SHA-256 (first 16 hex digits) of the sorted `(id, state)` pairs of the parsed results,
@@ -413,7 +414,7 @@ impl Drop for Load {
 }
 
 /// One check run of a probe.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct ProbeRun {
     /// 1-based.
     pub index: u64,
@@ -472,7 +473,7 @@ pub struct ProbeOptions {
 }
 
 /// Per-dimension tallies.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct DimensionReport {
     pub dimension: Dimension,
     /// Whether this dimension could be perturbed here.
@@ -485,7 +486,7 @@ pub struct DimensionReport {
 }
 
 /// How a probe ended.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct ProbeReport {
     pub command: String,
     pub commit: String,
@@ -512,6 +513,8 @@ pub struct ProbeReport {
     /// The disagreeing runs (at most 20).
     pub disagreeing_runs: Vec<ProbeRun>,
     /// `check_flaky` when runs disagreed, `execution_failure` when the check cannot start.
+    /// (In `--json` this is `halt_reason`.)
+    #[serde(skip)]
     pub halt: Option<HaltReason>,
     /// Where the logs of the disagreeing runs (and one majority run) were kept.
     pub kept_logs: Option<PathBuf>,

@@ -15,6 +15,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use schemars::JsonSchema;
 use serde::Serialize;
 
 use crate::check::probe::{self, Dimension, Rng, Scratch};
@@ -25,7 +26,7 @@ use crate::session::Outcome;
 use crate::workspace::Workspace;
 
 /// What kind of promise a finding guards.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum GateClass {
     /// Running could damage or lose something, or cannot work at all.
@@ -37,7 +38,7 @@ pub enum GateClass {
 }
 
 /// How a finding came out.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Status {
     Ok,
@@ -46,7 +47,7 @@ pub enum Status {
 }
 
 /// One precondition and what was found.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 pub struct Finding {
     /// Stable name: `agent`, `git_repository`, `git_target`, `git_locks`, `git_operation`,
     /// `check_runs`, `determinism`, `adequacy`, `notify`.
@@ -108,7 +109,7 @@ impl Finding {
 }
 
 /// Every finding of one doctor pass.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 pub struct Report {
     pub findings: Vec<Finding>,
 }

@@ -14,6 +14,13 @@ use crate::error::CommandError;
 use crate::json::{DOCTOR_VERSION, DoctorOutput};
 
 pub fn run(args: &DoctorArgs) -> CommandResult {
+    if args.json_schema {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&crate::json::doctor_schema()).unwrap_or_default()
+        );
+        return Ok(0);
+    }
     if args.runs == 0 {
         return Err(CommandError::new(
             ExitClass::Invariant,

@@ -14,6 +14,13 @@ use crate::error::{CommandError, chain};
 use crate::json::{PROBE_VERSION, ProbeOutput};
 
 pub fn run(args: &ProbeArgs) -> CommandResult {
+    if args.json_schema {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&crate::json::probe_schema()).unwrap_or_default()
+        );
+        return Ok(0);
+    }
     // Bad values are refused before anything runs.
     if !stats::valid_probability(args.confidence) {
         return Err(invalid(format!(

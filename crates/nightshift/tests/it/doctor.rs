@@ -226,3 +226,12 @@ fn git_states_that_block_a_run_are_workspace_invalid_30() {
         text(&out)
     );
 }
+
+#[test]
+fn doctor_json_shape_is_pinned() {
+    let repo = Repo::new(&good_project());
+    let out = repo.run(&["doctor", "--json-schema"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let schema: serde_json::Value = serde_json::from_slice(&out.stdout).expect("schema");
+    insta::assert_json_snapshot!(schema);
+}

@@ -276,8 +276,20 @@ fn an_operator_stop_ends_the_check_in_flight_and_leaves_nothing_behind() {
     assert_eq!(json["interrupted"], true, "{json}");
     assert_eq!(json["runs"], 2, "the stopped run is no verdict: {json}");
     assert!(
-        json["summary"].as_str().unwrap().starts_with("interrupted: "),
+        json["summary"]
+            .as_str()
+            .unwrap()
+            .starts_with("interrupted: "),
         "{json}"
     );
     assert_left_nothing(&repo);
+}
+
+#[test]
+fn probe_json_shape_is_pinned() {
+    let repo = Repo::new(&[("README.md", "x\n")]);
+    let out = repo.run(&["probe", "--json-schema"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let schema: serde_json::Value = serde_json::from_slice(&out.stdout).expect("schema");
+    insta::assert_json_snapshot!(schema);
 }
