@@ -210,6 +210,7 @@ impl Scratch {
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.subsec_nanos())
             .unwrap_or(0);
+        remove_stale(&git, &ws.dir().join("scratch"));
         let dir = ws
             .dir()
             .join("scratch")
@@ -256,6 +257,30 @@ impl Scratch {
             .at(&self.tree)
             .run(&["checkout", "--quiet", "--force", "HEAD", "--", "."])?;
         Ok(())
+    }
+}
+
+/// Removes scratch worktrees whose process is gone (a probe killed with SIGKILL cannot clean up
+/// after itself). Names are `<label>-<pid>-<nonce>`; only `.nightshift/scratch/` is touched.
+fn remove_stale(git: &Git, scratch: &Path) {
+    let Ok(entries) = std::fs::read_dir(scratch) else {
+        return;
+    };
+    let mut removed = false;
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let pid = name.split('-').nth(1).and_then(|p| p.parse::<u32>().ok());
+        let Some(pid) = pid else { continue };
+        if Path::new(&format!("/proc/{pid}")).exists() {
+            continue;
+        }
+        let tree = entry.path().join("tree");
+        let _ = git.run(&["worktree", "remove", "--force", &tree.to_string_lossy()]);
+        let _ = std::fs::remove_dir_all(entry.path());
+        removed = true;
+    }
+    if removed {
+        let _ = git.run(&["worktree", "prune"]);
     }
 }
 

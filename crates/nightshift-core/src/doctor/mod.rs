@@ -252,11 +252,7 @@ fn agent(ws: &Workspace, config: &Config, quick: bool) -> Finding {
     }
     // `--version` of a `command` agent may be anything: asked only in a full doctor.
     let ask = !quick || config.agent.kind != AgentKind::Command;
-    let version = if ask {
-        version_of(&path, ws.root())
-    } else {
-        None
-    };
+    let version = if ask { version_of(&path) } else { None };
     let detail = match version {
         Some(v) => format!("{} ({v})", path.display()),
         None if ask => format!("{} (it did not report a version)", path.display()),
@@ -270,11 +266,12 @@ fn is_executable(path: &Path) -> bool {
     std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
 
-/// The first line `program --version` prints within 5 seconds, if it exits 0.
-fn version_of(program: &Path, cwd: &Path) -> Option<String> {
+/// The first line `program --version` prints within 5 seconds, if it exits 0. It runs in the
+/// temp directory, so a program that ignores the flag cannot write into the repository.
+fn version_of(program: &Path) -> Option<String> {
     let mut child = Command::new(program)
         .arg("--version")
-        .current_dir(cwd)
+        .current_dir(std::env::temp_dir())
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())

@@ -164,6 +164,11 @@ pub fn run(args: &ProbeArgs) -> CommandResult {
             r.exit_code.map_or("none".into(), |c| c.to_string())
         );
     }
+    if report.halt.is_none() && report.majority.as_ref().is_some_and(|v| !v.green) {
+        println!(
+            "  note: the check is red at HEAD (every run agreed); the bound is on disagreements"
+        );
+    }
     if let Some(dir) = &report.kept_logs {
         println!("  logs: {}", dir.display());
     }

@@ -293,3 +293,34 @@ fn probe_json_shape_is_pinned() {
     let schema: serde_json::Value = serde_json::from_slice(&out.stdout).expect("schema");
     insta::assert_json_snapshot!(schema);
 }
+
+#[test]
+fn scratch_worktrees_of_a_killed_probe_are_removed_by_the_next() {
+    let repo = Repo::new(&[("README.md", "x\n")]);
+    // What a probe killed with SIGKILL leaves: a registered worktree under .nightshift/scratch/
+    // named after a process that no longer exists (no pid is that large).
+    let stale = repo.root.join(".nightshift/scratch/probe-999999999-0");
+    std::fs::create_dir_all(stale.join("logs")).unwrap();
+    let tree = stale.join("tree");
+    repo.git(&[
+        "worktree",
+        "add",
+        "--quiet",
+        "--detach",
+        tree.to_str().unwrap(),
+        "HEAD",
+    ]);
+    assert_eq!(repo.extra_worktrees().len(), 1);
+    // A foreign directory there is not ours to judge (no pid in its name): kept.
+    let foreign = repo.root.join(".nightshift/scratch/notes");
+    std::fs::create_dir_all(&foreign).unwrap();
+    let out = probe(&repo, &["--check", "true", "--runs", "2"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(
+        repo.extra_worktrees().is_empty(),
+        "{:?}",
+        repo.extra_worktrees()
+    );
+    assert!(!stale.exists());
+    assert!(foreign.exists());
+}
