@@ -48,7 +48,7 @@ impl ExitClass {
 }
 
 /// Why a run (or a loop) stopped. Serialized names are stable (DESIGN.md §7).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum HaltReason {
     /// A one-item loop reached its fixpoint: the check is green with every guard intact.

@@ -13,6 +13,7 @@ pub mod clean;
 pub mod clock;
 pub mod config;
 pub mod control;
+pub mod doctor;
 pub mod engine;
 pub mod failpoint;
 pub mod gate;

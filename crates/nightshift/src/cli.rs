@@ -48,6 +48,10 @@ pub enum Command {
     /// Deliver the alerts waiting in .nightshift/outbox/ (started by nightshift itself).
     #[command(name = "__deliver", hide = true)]
     Deliver(DeliverArgs),
+    /// Run the check again and again under perturbation; bound its flake rate, or name what breaks it.
+    Probe(ProbeArgs),
+    /// Check the preconditions of an unattended run: agent, git, the check, notification.
+    Doctor(DoctorArgs),
 }
 
 /// Where to find the repository.
@@ -215,6 +219,33 @@ pub struct WaitArgs {
 }
 
 #[derive(Debug, Args)]
+pub struct ProbeArgs {
+    #[command(flatten)]
+    pub repo: RepoArgs,
+    /// Exactly this many runs (instead of the count derived from the target rate).
+    #[arg(long, value_name = "N", conflicts_with = "max_flake_rate")]
+    pub runs: Option<u64>,
+    /// The flake rate to rule out, in (0, 1); the run count is derived from it. Default 0.01.
+    #[arg(long, value_name = "RATE")]
+    pub max_flake_rate: Option<f64>,
+    /// Confidence of the bound, in (0, 1).
+    #[arg(long, value_name = "C", default_value_t = 0.95)]
+    pub confidence: f64,
+    /// The check command line to probe (default: [check] command, else the first item's check).
+    #[arg(long, value_name = "COMMAND")]
+    pub check: Option<String>,
+    /// Seed of the perturbations; the same seed repeats the same settings.
+    #[arg(long, value_name = "N")]
+    pub seed: Option<u64>,
+    /// One JSON object on stdout at the end.
+    #[arg(long)]
+    pub json: bool,
+    /// Print the JSON Schema of `--json` output.
+    #[arg(long, hide = true)]
+    pub json_schema: bool,
+}
+
+#[derive(Debug, Args)]
 pub struct PauseArgs {
     #[command(flatten)]
     pub repo: RepoArgs,
@@ -244,4 +275,25 @@ pub struct NotifyTestArgs {
 pub struct DeliverArgs {
     #[command(flatten)]
     pub repo: RepoArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct DoctorArgs {
+    #[command(flatten)]
+    pub repo: RepoArgs,
+    /// Skip the check runs (determinism, adequacy): what `run` does at its start.
+    #[arg(long)]
+    pub quick: bool,
+    /// Check runs for determinism, the first included.
+    #[arg(long, value_name = "N", default_value_t = 3)]
+    pub runs: u32,
+    /// The check command line to examine (default: [check] command, else the first item's check).
+    #[arg(long, value_name = "COMMAND")]
+    pub check: Option<String>,
+    /// One JSON object on stdout.
+    #[arg(long)]
+    pub json: bool,
+    /// Print the JSON Schema of `--json` output.
+    #[arg(long, hide = true)]
+    pub json_schema: bool,
 }

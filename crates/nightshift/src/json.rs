@@ -189,3 +189,41 @@ pub struct WaitLine {
 pub fn wait_schema() -> schemars::Schema {
     schemars::schema_for!(WaitLine)
 }
+
+/// The version of the `probe --json` shape.
+pub const PROBE_VERSION: u32 = 1;
+/// The version of the `doctor --json` shape.
+pub const DOCTOR_VERSION: u32 = 1;
+
+/// `nightshift probe --json`: the report's fields inline, with the summary line and the exit.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct ProbeOutput<'a> {
+    pub version: u32,
+    /// The line a person reads: the achieved bound, or the flake and its dimensions.
+    pub summary: String,
+    /// `check_flaky`, `execution_failure`, or null.
+    pub halt_reason: Option<&'static str>,
+    pub exit_code: i32,
+    #[serde(flatten)]
+    pub report: &'a nightshift_core::check::probe::ProbeReport,
+}
+
+/// `nightshift doctor --json`.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct DoctorOutput<'a> {
+    pub version: u32,
+    pub findings: &'a [nightshift_core::doctor::Finding],
+    /// The halt reason of the finding that refuses a run, or null.
+    pub halt_reason: Option<&'static str>,
+    pub exit_code: i32,
+}
+
+/// The schema of `probe --json`.
+pub fn probe_schema() -> schemars::Schema {
+    schemars::schema_for!(ProbeOutput<'static>)
+}
+
+/// The schema of `doctor --json`.
+pub fn doctor_schema() -> schemars::Schema {
+    schemars::schema_for!(DoctorOutput<'static>)
+}

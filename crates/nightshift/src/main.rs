@@ -54,6 +54,8 @@ fn main() -> ExitCode {
         Command::Resume(args) => commands::pause::resume(&args),
         Command::Notify(args) => commands::notify::run(&args),
         Command::Deliver(args) => commands::notify::deliver(&args),
+        Command::Probe(args) => commands::probe::run(&args),
+        Command::Doctor(args) => commands::doctor::run(&args),
     };
     match result {
         Ok(code) => exit(code),

@@ -42,4 +42,6 @@ pub fn run(
 }
 
 pub mod fingerprint;
+pub mod probe;
 pub mod results;
+pub mod stats;

@@ -90,7 +90,7 @@ pub(super) fn parser_name(agent: &AgentConfig) -> Option<&'static str> {
 }
 
 /// The program the preflight looks for on PATH.
-pub(super) fn program(agent: &AgentConfig) -> Option<String> {
+pub(crate) fn program(agent: &AgentConfig) -> Option<String> {
     argv(&Launch {
         agent,
         prompt: "",

@@ -13,6 +13,9 @@ mod receipt;
 mod teardown;
 mod verdict;
 
+/// The program a session of this agent config starts (what the preflight and `doctor` look for).
+pub(crate) use launch::program as agent_program;
+
 use std::sync::Arc;
 
 use crate::clock::Clock;
@@ -687,7 +690,7 @@ fn starts_session(att: &crate::store::AttemptRow, max_iterations: u32) -> bool {
 }
 
 /// Keeps `.nightshift/` out of `git status` without touching a tracked file.
-fn ensure_excluded(common_dir: &std::path::Path) -> Result<(), EngineError> {
+pub(crate) fn ensure_excluded(common_dir: &std::path::Path) -> Result<(), EngineError> {
     let exclude = common_dir.join("info").join("exclude");
     let text = std::fs::read_to_string(&exclude).unwrap_or_default();
     if text.lines().any(|l| {

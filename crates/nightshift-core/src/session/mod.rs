@@ -23,7 +23,7 @@ pub use budget::{Budget, Crossing, Guard, Limit, Metric, Scope};
 pub use sweep::{Reach, SweepReport, become_subreaper, spare, sweep, unspare};
 
 /// How a supervised process ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Outcome {
     /// Exited 0.

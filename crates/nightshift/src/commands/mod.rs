@@ -2,11 +2,13 @@
 
 pub mod clean;
 pub mod demo;
+pub mod doctor;
 pub mod fixpoint;
 pub mod init;
 pub mod log;
 pub mod notify;
 pub mod pause;
+pub mod probe;
 pub mod replay;
 pub mod restore;
 pub mod run;

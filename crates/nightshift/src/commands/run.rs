@@ -38,6 +38,7 @@ pub fn run(args: &RunArgs) -> CommandResult {
     for line in nightshift_core::notify::run_starting(&ws, clock.as_ref(), &config.notify) {
         eprintln!("warning: {line}");
     }
+    super::doctor::gate_run(&ws, &config)?;
     let json = args.json;
     let mut observe = |event: &nightshift_core::store::Event| {
         let mut out = std::io::stdout().lock();

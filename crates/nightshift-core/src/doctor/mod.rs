@@ -1,0 +1,810 @@
+//! `doctor`: the preconditions of an unattended run, each a gate. A finding has a class —
+//! **safety** (running could damage or lose something: the agent cannot start, git is mid-way
+//! through something), **product** (what ships could not be trusted: the check cannot start, is
+//! flaky, or does not notice a planted bug), **process** (a person might not hear about it) —
+//! and a status. Failing safety and product findings refuse the run with their halt reason's
+//! exit code; process findings only warn.
+//!
+//! The check runs happen in a scratch worktree at `HEAD` (see [`crate::check::probe::Scratch`]),
+//! never in the user's checkout.
+
+pub mod mutate;
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use schemars::JsonSchema;
+use serde::Serialize;
+
+use crate::check::probe::{self, Dimension, Rng, Scratch};
+use crate::config::{AgentKind, Config};
+use crate::git::Git;
+use crate::halt::HaltReason;
+use crate::session::Outcome;
+use crate::workspace::Workspace;
+
+/// What kind of promise a finding guards.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum GateClass {
+    /// Running could damage or lose something, or cannot work at all.
+    Safety,
+    /// What ships could not be trusted.
+    Product,
+    /// A person might not find out in time.
+    Process,
+}
+
+/// How a finding came out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    Ok,
+    Warn,
+    Fail,
+}
+
+/// One precondition and what was found.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct Finding {
+    /// Stable name: `agent`, `git_repository`, `git_target`, `git_locks`, `git_operation`,
+    /// `check_runs`, `determinism`, `adequacy`, `notify`.
+    pub name: String,
+    pub class: GateClass,
+    pub status: Status,
+    /// What was found, in one or two sentences.
+    pub detail: String,
+    /// What to do about it, when something is to be done.
+    pub action: Option<String>,
+    /// The halt reason a failing finding refuses a run with.
+    pub halt: Option<HaltReason>,
+}
+
+impl Finding {
+    fn ok(name: &str, class: GateClass, detail: impl Into<String>) -> Finding {
+        Finding {
+            name: name.into(),
+            class,
+            status: Status::Ok,
+            detail: detail.into(),
+            action: None,
+            halt: None,
+        }
+    }
+
+    fn warn(name: &str, class: GateClass, detail: impl Into<String>, action: &str) -> Finding {
+        Finding {
+            name: name.into(),
+            class,
+            status: Status::Warn,
+            detail: detail.into(),
+            action: Some(action.into()),
+            halt: None,
+        }
+    }
+
+    fn fail(
+        name: &str,
+        class: GateClass,
+        halt: HaltReason,
+        detail: impl Into<String>,
+        action: impl Into<String>,
+    ) -> Finding {
+        Finding {
+            name: name.into(),
+            class,
+            status: Status::Fail,
+            detail: detail.into(),
+            action: Some(action.into()),
+            halt: Some(halt),
+        }
+    }
+
+    /// Whether this finding refuses a run: a failing safety or product finding.
+    pub fn refuses(&self) -> bool {
+        self.status == Status::Fail && self.class != GateClass::Process
+    }
+}
+
+/// Every finding of one doctor pass.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct Report {
+    pub findings: Vec<Finding>,
+}
+
+impl Report {
+    /// The finding that decides the exit: the failing safety or product finding with the
+    /// highest exit code (an environment that cannot run at all outranks an untrusted oracle).
+    pub fn refusal(&self) -> Option<&Finding> {
+        self.findings
+            .iter()
+            .filter(|f| f.refuses())
+            .max_by_key(|f| f.halt.map_or(0, |h| h.class().code()))
+    }
+
+    /// 0, or the exit code of [`Report::refusal`].
+    pub fn exit_code(&self) -> i32 {
+        self.refusal()
+            .and_then(|f| f.halt)
+            .map_or(0, |h| h.class().code())
+    }
+}
+
+/// What a doctor pass does.
+#[derive(Debug, Clone)]
+pub struct DoctorOptions {
+    /// Skip everything that runs the check (check runs, determinism, adequacy) and the version
+    /// query of a `command` agent (which may be any program): what `run` does at its start.
+    pub quick: bool,
+    /// Check runs for determinism, the first included (default 3).
+    pub determinism_runs: u32,
+    /// The check to examine instead of the configured one.
+    pub check: Option<String>,
+}
+
+impl Default for DoctorOptions {
+    fn default() -> Self {
+        DoctorOptions {
+            quick: false,
+            determinism_runs: 3,
+            check: None,
+        }
+    }
+}
+
+/// Runs every finding in order; `progress` sees each as it is made.
+pub fn doctor(
+    ws: &Workspace,
+    config: &Config,
+    opts: &DoctorOptions,
+    progress: &mut dyn FnMut(&Finding),
+) -> Report {
+    let mut findings = Vec::new();
+    let mut push = |f: Finding, findings: &mut Vec<Finding>| {
+        progress(&f);
+        findings.push(f);
+    };
+    push(agent(ws, config, opts.quick), &mut findings);
+    for f in git_state(ws, config) {
+        push(f, &mut findings);
+    }
+    if !opts.quick {
+        let command = opts.check.clone().or_else(|| primary_check(config));
+        match command {
+            Some(command) => {
+                for f in check_findings(ws, config, &command, opts.determinism_runs) {
+                    push(f, &mut findings);
+                }
+            }
+            None => push(
+                Finding::warn(
+                    "check_runs",
+                    GateClass::Product,
+                    "no check is configured ([check] command or an item's check)",
+                    "set [check] command in nightshift.toml",
+                ),
+                &mut findings,
+            ),
+        }
+    }
+    push(attention_file(ws), &mut findings);
+    for f in notify_channels(&config.notify) {
+        push(f, &mut findings);
+    }
+    Report { findings }
+}
+
+/// The check doctor examines: `[check] command`, else the first item's own check.
+pub fn primary_check(config: &Config) -> Option<String> {
+    config
+        .check
+        .command
+        .clone()
+        .or_else(|| config.items.iter().find_map(|i| i.check.clone()))
+}
+
+// ---------------------------------------------------------------------------------------------
+// agent
+
+fn agent(ws: &Workspace, config: &Config, quick: bool) -> Finding {
+    const NAME: &str = "agent";
+    let Some(program) = crate::engine::agent_program(&config.agent).filter(|p| !p.is_empty())
+    else {
+        return Finding::fail(
+            NAME,
+            GateClass::Safety,
+            HaltReason::ExecutionFailure,
+            "[agent] names no program to run",
+            "set [agent] command (or kind) in nightshift.toml",
+        );
+    };
+    let found = if program.contains('/') {
+        let path = Path::new(&program);
+        let path = if path.is_absolute() {
+            path.to_path_buf()
+        } else {
+            ws.root().join(path)
+        };
+        path.is_file().then_some(path)
+    } else {
+        std::env::var_os("PATH").and_then(|paths| {
+            std::env::split_paths(&paths)
+                .map(|d| d.join(&program))
+                .find(|p| is_executable(p))
+        })
+    };
+    let Some(path) = found else {
+        return Finding::fail(
+            NAME,
+            GateClass::Safety,
+            HaltReason::ExecutionFailure,
+            format!("the agent program `{program}` is not on PATH"),
+            "install it, or set [agent] binary (or command) in nightshift.toml",
+        );
+    };
+    if !is_executable(&path) {
+        return Finding::fail(
+            NAME,
+            GateClass::Safety,
+            HaltReason::ExecutionFailure,
+            format!("{} is not executable", path.display()),
+            format!("chmod +x {}", path.display()),
+        );
+    }
+    // `--version` of a `command` agent may be anything: asked only in a full doctor.
+    let ask = !quick || config.agent.kind != AgentKind::Command;
+    let version = if ask { version_of(&path) } else { None };
+    let detail = match version {
+        Some(v) => format!("{} ({v})", path.display()),
+        None if ask => format!("{} (it did not report a version)", path.display()),
+        None => path.display().to_string(),
+    };
+    Finding::ok(NAME, GateClass::Safety, detail)
+}
+
+fn is_executable(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
+/// The first line `program --version` prints within 5 seconds, if it exits 0. It runs in the
+/// temp directory, so a program that ignores the flag cannot write into the repository.
+fn version_of(program: &Path) -> Option<String> {
+    let mut child = Command::new(program)
+        .arg("--version")
+        .current_dir(std::env::temp_dir())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .ok()?;
+    let started = Instant::now();
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break status,
+            Ok(None) if started.elapsed() < Duration::from_secs(5) => {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            _ => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return None;
+            }
+        }
+    };
+    let mut out = String::new();
+    child
+        .stdout
+        .take()?
+        .take(4096)
+        .read_to_string(&mut out)
+        .ok()?;
+    let line = out.lines().map(str::trim).find(|l| !l.is_empty())?;
+    status.success().then(|| line.chars().take(120).collect())
+}
+
+// ---------------------------------------------------------------------------------------------
+// git
+
+fn git_state(ws: &Workspace, config: &Config) -> Vec<Finding> {
+    let git = Git::new(ws.root());
+    let mut out = Vec::new();
+    let common = match git.common_dir() {
+        Ok(c) => c,
+        Err(e) => {
+            out.push(Finding::fail(
+                "git_repository",
+                GateClass::Safety,
+                HaltReason::WorkspaceInvalid,
+                format!(
+                    "{} is not a usable git repository: {e}",
+                    ws.root().display()
+                ),
+                "run nightshift inside a git work tree, or `git init` one",
+            ));
+            return out;
+        }
+    };
+    out.push(Finding::ok(
+        "git_repository",
+        GateClass::Safety,
+        format!("{} is a git work tree", ws.root().display()),
+    ));
+    let git_dir = git
+        .run(&["rev-parse", "--absolute-git-dir"])
+        .map(|s| PathBuf::from(s.trim()))
+        .unwrap_or_else(|_| common.clone());
+
+    // The target branch.
+    let target = match &config.integrate.target {
+        Some(t) => Some(t.clone()),
+        None => git.current_branch().ok().flatten(),
+    };
+    out.push(match target {
+        None => Finding::fail(
+            "git_target",
+            GateClass::Safety,
+            HaltReason::WorkspaceInvalid,
+            "HEAD is detached and [integrate] target is not set: there is no branch to ship onto",
+            "check out the branch to ship onto, or set [integrate] target = \"main\"",
+        ),
+        Some(t) => match git.resolve(&format!("refs/heads/{t}")) {
+            Ok(Some(commit)) => Finding::ok(
+                "git_target",
+                GateClass::Safety,
+                format!("target `{t}` at {}", &commit[..commit.len().min(12)]),
+            ),
+            _ => Finding::fail(
+                "git_target",
+                GateClass::Safety,
+                HaltReason::WorkspaceInvalid,
+                format!("the target branch `{t}` does not exist or has no commits"),
+                "create it with a first commit, or set [integrate] target to an existing branch",
+            ),
+        },
+    });
+
+    // Locks a git that died left behind.
+    let mut locks = Vec::new();
+    find_locks(&common.join("refs"), &mut locks, 0);
+    for name in ["packed-refs.lock", "HEAD.lock"] {
+        let p = common.join(name);
+        if p.exists() {
+            locks.push(p);
+        }
+    }
+    out.push(if locks.is_empty() {
+        Finding::ok("git_locks", GateClass::Safety, "no ref is locked")
+    } else {
+        let list: Vec<String> = locks.iter().map(|p| p.display().to_string()).collect();
+        Finding::fail(
+            "git_locks",
+            GateClass::Safety,
+            HaltReason::WorkspaceInvalid,
+            format!(
+                "ref lock file(s) present: {} — updates of those refs would fail",
+                list.join(", ")
+            ),
+            "if no git command is running, a crashed git left them: delete them",
+        )
+    });
+
+    // An operation in progress in the user's checkout.
+    let ops = [
+        ("rebase-merge", "a rebase"),
+        ("rebase-apply", "a rebase or `git am`"),
+        ("MERGE_HEAD", "a merge"),
+        ("CHERRY_PICK_HEAD", "a cherry-pick"),
+        ("REVERT_HEAD", "a revert"),
+    ];
+    let busy: Vec<&str> = ops
+        .iter()
+        .filter(|(f, _)| git_dir.join(f).exists())
+        .map(|(_, what)| *what)
+        .collect();
+    out.push(if busy.is_empty() {
+        Finding::ok(
+            "git_operation",
+            GateClass::Safety,
+            "no rebase, merge, cherry-pick or revert in progress",
+        )
+    } else {
+        Finding::fail(
+            "git_operation",
+            GateClass::Safety,
+            HaltReason::WorkspaceInvalid,
+            format!(
+                "{} is in progress in {}",
+                busy.join(" and "),
+                ws.root().display()
+            ),
+            "finish it or abort it (`git rebase --abort`, `git merge --abort`, …) first",
+        )
+    });
+    out
+}
+
+fn find_locks(dir: &Path, out: &mut Vec<PathBuf>, depth: u32) {
+    if depth > 12 {
+        return;
+    }
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        match entry.file_type() {
+            Ok(t) if t.is_dir() => find_locks(&path, out, depth + 1),
+            Ok(_) if path.extension().is_some_and(|e| e == "lock") => out.push(path),
+            _ => {}
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// the check
+
+fn check_findings(ws: &Workspace, config: &Config, command: &str, runs: u32) -> Vec<Finding> {
+    let scratch = match Scratch::create(ws, "doctor", &config.seed) {
+        Ok(s) => s,
+        Err(e) => {
+            return vec![Finding::fail(
+                "check_runs",
+                GateClass::Product,
+                HaltReason::WorkspaceInvalid,
+                format!(
+                    "could not make a scratch worktree at HEAD to run the check in: {}",
+                    crate::check::probe::chain(&e)
+                ),
+                "fix the repository (a commit at HEAD, [worktree] seed files present), then run doctor again",
+            )];
+        }
+    };
+    let timeout = config.check.timeout;
+    let mut rng = Rng::new(probe::fresh_seed());
+    let mut out = Vec::new();
+
+    // 1. It starts, and what it says at HEAD.
+    let base = probe::perturbation(Dimension::Baseline, 0, &mut rng, None);
+    let first = match probe::run_once(
+        command,
+        scratch.tree(),
+        timeout,
+        &base,
+        scratch.logs().join("run-1.log"),
+    ) {
+        Ok(r) => r,
+        Err(e) => {
+            out.push(Finding::fail(
+                "check_runs",
+                GateClass::Product,
+                HaltReason::ExecutionFailure,
+                format!(
+                    "the check could not be run: {}",
+                    crate::check::probe::chain(&e)
+                ),
+                "fix [check] command in nightshift.toml",
+            ));
+            return out;
+        }
+    };
+    let (verdict, end) = &first;
+    if let Some(f) = interrupted() {
+        out.push(f);
+        return out;
+    }
+    if probe::cannot_start(end.outcome, end.exit_code) {
+        out.push(Finding::fail(
+            "check_runs",
+            GateClass::Product,
+            HaltReason::ExecutionFailure,
+            format!(
+                "`{command}` cannot be started (exit {}): {}",
+                end.exit_code.map_or("none".into(), |c| c.to_string()),
+                last_line(&end.tail)
+            ),
+            "fix [check] command in nightshift.toml (a missing program or script?)",
+        ));
+        return out;
+    }
+    let green_at_head = verdict.green;
+    out.push(if green_at_head {
+        Finding::ok(
+            "check_runs",
+            GateClass::Product,
+            format!(
+                "`{command}` is green at HEAD ({} ms)",
+                end.duration.as_millis()
+            ),
+        )
+    } else if end.outcome == Outcome::Timeout {
+        Finding::warn(
+            "check_runs",
+            GateClass::Product,
+            format!("`{command}` ran past [check] timeout at HEAD"),
+            "raise [check] timeout, or make the check faster",
+        )
+    } else {
+        Finding::warn(
+            "check_runs",
+            GateClass::Product,
+            format!(
+                "`{command}` is red at HEAD (exit {}): {}",
+                end.exit_code.map_or("none".into(), |c| c.to_string()),
+                last_line(&end.tail)
+            ),
+            "fine if the plan's items are there to make it green; otherwise fix the check first",
+        )
+    });
+
+    // 2. Determinism: more runs, perturbed in rotation, must agree with the first.
+    let rotation = [Dimension::Seed, Dimension::Timezone, Dimension::Baseline];
+    let mut disagreeing: Vec<String> = Vec::new();
+    for i in 1..runs.max(1) {
+        let dim = rotation[((i - 1) as usize) % rotation.len()];
+        let p = probe::perturbation(dim, u64::from(i), &mut rng, None);
+        match probe::run_once(
+            command,
+            scratch.tree(),
+            timeout,
+            &p,
+            scratch.logs().join(format!("run-{}.log", i + 1)),
+        ) {
+            Ok((v, _)) if v != *verdict => disagreeing.push(format!(
+                "run {} ({}) was {} where run 1 was {}",
+                i + 1,
+                p.setting,
+                colour(v.green),
+                colour(verdict.green)
+            )),
+            Ok(_) => {}
+            Err(e) => disagreeing.push(format!(
+                "run {} could not run: {}",
+                i + 1,
+                crate::check::probe::chain(&e)
+            )),
+        }
+    }
+    if let Some(f) = interrupted() {
+        out.push(f);
+        return out;
+    }
+    out.push(if disagreeing.is_empty() {
+        Finding::ok(
+            "determinism",
+            GateClass::Product,
+            format!(
+                "{} runs at HEAD agreed (for a bound on the flake rate, run `nightshift probe`)",
+                runs.max(1)
+            ),
+        )
+    } else {
+        Finding::fail(
+            "determinism",
+            GateClass::Product,
+            HaltReason::CheckFlaky,
+            format!("the check disagreed with itself on one commit: {}", disagreeing.join("; ")),
+            "run `nightshift probe` to find which dimension breaks it, and make the check deterministic",
+        )
+    });
+
+    // 3. Adequacy: a planted mutation must turn a green check red.
+    out.push(adequacy(&scratch, command, timeout, green_at_head));
+    out
+}
+
+fn adequacy(scratch: &Scratch, command: &str, timeout: Duration, green_at_head: bool) -> Finding {
+    const NAME: &str = "adequacy";
+    if !green_at_head {
+        return Finding::warn(
+            NAME,
+            GateClass::Product,
+            "not judged: the check is red at HEAD, so a planted mutation cannot be told apart",
+            "run `nightshift doctor` again once the check is green",
+        );
+    }
+    let git = Git::new(scratch.tree());
+    let tracked: Vec<String> = match git.run(&["ls-files", "-z"]) {
+        Ok(s) => s
+            .split('\0')
+            .filter(|p| !p.is_empty())
+            .map(str::to_owned)
+            .collect(),
+        Err(_) => Vec::new(),
+    };
+    let files = mutate::candidates(scratch.tree(), &tracked, command, 3);
+    if files.is_empty() {
+        return Finding::warn(
+            NAME,
+            GateClass::Product,
+            "not judged: no tracked source file to plant a mutation in (tests, docs and config are not mutated)",
+            "nothing to do if the repository has no product code",
+        );
+    }
+    let mut tried = Vec::new();
+    let base = probe::perturbation(Dimension::Baseline, 0, &mut Rng::new(0), None);
+    for (i, file) in files.iter().enumerate() {
+        let path = scratch.tree().join(file);
+        let Ok(text) = std::fs::read_to_string(&path) else {
+            continue;
+        };
+        let mutant = mutate::mutate(&text);
+        if std::fs::write(&path, &mutant.text).is_err() {
+            continue;
+        }
+        let result = probe::run_once(
+            command,
+            scratch.tree(),
+            timeout,
+            &base,
+            scratch.logs().join(format!("mutant-{}.log", i + 1)),
+        );
+        let _ = scratch.restore();
+        let _ = std::fs::write(&path, &text);
+        if crate::stop::requested().is_some() {
+            return Finding::warn(
+                NAME,
+                GateClass::Product,
+                "interrupted by an operator stop: adequacy was not judged",
+                "run `nightshift doctor` again",
+            );
+        }
+        match result {
+            Ok((v, _)) if !v.green => {
+                return Finding::ok(
+                    NAME,
+                    GateClass::Product,
+                    format!(
+                        "a planted mutation turned the check red ({file}: {})",
+                        mutant.description
+                    ),
+                );
+            }
+            Ok(_) => tried.push(format!("{file}: {}", mutant.description)),
+            Err(_) => {}
+        }
+    }
+    if tried.is_empty() {
+        return Finding::warn(
+            NAME,
+            GateClass::Product,
+            "not judged: no mutant could be planted or checked",
+            "run `nightshift doctor` again",
+        );
+    }
+    Finding::fail(
+        NAME,
+        GateClass::Product,
+        HaltReason::CheckInadequate,
+        format!(
+            "the check stayed green on every planted mutation ({})",
+            tried.join("; ")
+        ),
+        "make the check exercise the code the items change (run the tests, not only a build or a lint)",
+    )
+}
+
+/// A warning in place of the check findings when an operator stopped doctor mid-way: runs
+/// ended by a stop are not verdicts.
+fn interrupted() -> Option<Finding> {
+    crate::stop::requested().map(|_| {
+        Finding::warn(
+            "check_runs",
+            GateClass::Product,
+            "interrupted by an operator stop: the check was not judged",
+            "run `nightshift doctor` again",
+        )
+    })
+}
+
+fn colour(green: bool) -> &'static str {
+    if green { "green" } else { "red" }
+}
+
+fn last_line(tail: &[u8]) -> String {
+    let text = String::from_utf8_lossy(tail);
+    text.lines()
+        .map(str::trim)
+        .rfind(|l| !l.is_empty())
+        .unwrap_or("no output")
+        .chars()
+        .take(200)
+        .collect()
+}
+
+// ---------------------------------------------------------------------------------------------
+// notification
+
+/// One finding per configured notification channel (`notify:desktop`, `notify:webhook …`,
+/// `notify:command …`): live, or inert here and why — a channel that cannot deliver is said,
+/// never silently dropped (a process gate: it warns, it does not refuse a run).
+pub fn notify_channels(notify: &crate::config::NotifyConfig) -> Vec<Finding> {
+    use crate::notify::ChannelState;
+    crate::notify::inspect(notify)
+        .into_iter()
+        .map(|report| {
+            let name = format!("notify:{}", report.name);
+            let reason = report.reason.unwrap_or_default();
+            match report.state {
+                ChannelState::Live => Finding::ok(
+                    &name,
+                    GateClass::Process,
+                    if reason.is_empty() {
+                        "can deliver here".to_owned()
+                    } else {
+                        reason
+                    },
+                ),
+                ChannelState::Unchecked => Finding::ok(
+                    &name,
+                    GateClass::Process,
+                    format!("not checked: {reason}"),
+                ),
+                ChannelState::Inert => Finding::warn(
+                    &name,
+                    GateClass::Process,
+                    format!("inert: {reason}"),
+                    "fix the channel, or turn it off in [notify]; `nightshift notify test` tries every channel",
+                ),
+            }
+        })
+        .collect()
+}
+
+/// The ATTENTION file: the channel that always works, if `.nightshift/` is writable.
+pub fn attention_file(ws: &Workspace) -> Finding {
+    const NAME: &str = "notify";
+    let dir = ws.dir();
+    let writable = if dir.exists() {
+        std::fs::metadata(&dir).is_ok_and(|m| m.is_dir() && !m.permissions().readonly())
+    } else {
+        std::fs::metadata(ws.root()).is_ok_and(|m| !m.permissions().readonly())
+    };
+    if writable {
+        Finding::ok(
+            NAME,
+            GateClass::Process,
+            format!("alerts always go to {}", dir.join("ATTENTION").display()),
+        )
+    } else {
+        Finding::warn(
+            NAME,
+            GateClass::Process,
+            format!("{} is not writable: alerts would be lost", dir.display()),
+            "make .nightshift/ writable",
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn failing(name: &str, class: GateClass, halt: HaltReason) -> Finding {
+        Finding::fail(name, class, halt, "x", "y")
+    }
+
+    #[test]
+    fn the_highest_failing_safety_or_product_gate_decides_and_process_only_warns() {
+        let report = Report {
+            findings: vec![
+                Finding::ok("agent", GateClass::Safety, "fine"),
+                failing("determinism", GateClass::Product, HaltReason::CheckFlaky),
+                failing("git_locks", GateClass::Safety, HaltReason::WorkspaceInvalid),
+                failing("notify", GateClass::Process, HaltReason::ExecutionFailure),
+            ],
+        };
+        assert_eq!(report.refusal().map(|f| f.name.as_str()), Some("git_locks"));
+        assert_eq!(report.exit_code(), 30);
+        let report = Report {
+            findings: vec![
+                Finding::warn("check_runs", GateClass::Product, "red", "fix"),
+                failing("notify", GateClass::Process, HaltReason::ExecutionFailure),
+            ],
+        };
+        assert!(report.refusal().is_none());
+        assert_eq!(report.exit_code(), 0);
+    }
+}
