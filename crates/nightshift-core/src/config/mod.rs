@@ -78,6 +78,8 @@ pub struct Config {
     /// attempt's worktree (`[worktree] seed`).
     pub seed: Vec<PathBuf>,
     pub integrate: IntegrateConfig,
+    /// `[run]`: how the run process behaves on this machine.
+    pub run: RunConfig,
     /// A Markdown checklist to take items from, relative to the repository root.
     pub plan: Option<PathBuf>,
     /// The `[[item]]` tables, in file order.
@@ -292,6 +294,21 @@ impl Default for IntegrateConfig {
             remote: "origin".into(),
             done: Done::Local,
             pr_command: Vec::new(),
+        }
+    }
+}
+
+/// `[run]`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunConfig {
+    /// Keep the machine awake while a run works (`systemd-inhibit`, `caffeinate`).
+    pub prevent_sleep: bool,
+}
+
+impl Default for RunConfig {
+    fn default() -> Self {
+        RunConfig {
+            prevent_sleep: true,
         }
     }
 }

@@ -29,7 +29,14 @@ struct RawConfig {
     limits: Option<RawLimits>,
     integrate: Option<RawIntegrate>,
     worktree: Option<RawWorktree>,
+    run: Option<RawRun>,
     item: Option<Vec<Spanned<RawItem>>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawRun {
+    prevent_sleep: Option<bool>,
 }
 
 #[derive(Deserialize)]
@@ -198,6 +205,12 @@ impl Ctx<'_> {
             budget,
             seed,
             integrate,
+            run: super::RunConfig {
+                prevent_sleep: raw
+                    .run
+                    .and_then(|r| r.prevent_sleep)
+                    .unwrap_or(super::RunConfig::default().prevent_sleep),
+            },
             plan: plan.map(|plan| PathBuf::from(plan.into_inner())),
             items,
         })

@@ -87,6 +87,7 @@ fn full_example_parses_with_its_values() -> TestResult {
                 target: Some("main".into()),
                 ..IntegrateConfig::default()
             },
+            run: RunConfig::default(),
             plan: Some(PathBuf::from("TODO.md")),
             items: vec![ItemConfig {
                 id: "add-greeting".into(),
@@ -268,7 +269,7 @@ fn unknown_top_level_key() {
         &source,
         (2, 1),
         "items",
-        "unknown field `items`, expected one of `plan`, `agent`, `check`, `limits`, `integrate`, `worktree`, `item`",
+        "unknown field `items`, expected one of `plan`, `agent`, `check`, `limits`, `integrate`, `worktree`, `run`, `item`",
         "see `nightshift init` for a commented example",
     );
 }
