@@ -30,6 +30,11 @@ pub enum Command {
     Clean(CleanArgs),
     /// Stop the running run at a safe point, its work preserved; `nightshift run` resumes it.
     Stop(StopArgs),
+    /// Install a per-user service that resumes a live run after a reboot.
+    Service(ServiceArgs),
+    /// The run loop itself, as `nightshift run` supervises it (hidden: use `run`).
+    #[command(hide = true)]
+    Engine(EngineArgs),
 }
 
 /// Where to find the repository.
@@ -59,6 +64,49 @@ pub struct RunArgs {
     /// Print one JSON object per journal event instead of progress lines.
     #[arg(long)]
     pub json: bool,
+    /// Run in the background (its own session, surviving the terminal); print the run id and
+    /// how to follow it, and return at once.
+    #[arg(long)]
+    pub detach: bool,
+    /// Only resume an unfinished run; do nothing (exit 0) when there is none. What the service
+    /// installed by `nightshift service install` runs at boot.
+    #[arg(long)]
+    pub resume_only: bool,
+}
+
+/// `nightshift engine`: the flags `run` passes on.
+#[derive(Debug, Args)]
+pub struct EngineArgs {
+    #[command(flatten)]
+    pub repo: RepoArgs,
+    /// Start a new run even if one is unfinished.
+    #[arg(long)]
+    pub fresh: bool,
+    /// Print one JSON object per journal event instead of progress lines.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ServiceArgs {
+    #[command(subcommand)]
+    pub action: ServiceAction,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ServiceAction {
+    /// Write a systemd user unit (Linux) or a launchd agent (macOS) that runs
+    /// `nightshift run --resume-only` in this repository at boot or login, and enable it.
+    Install(ServiceInstallArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ServiceInstallArgs {
+    #[command(flatten)]
+    pub repo: RepoArgs,
+    /// Print what would be written and run, and change nothing.
+    #[arg(long)]
+    pub dry_run: bool,
 }
 
 #[derive(Debug, Args)]

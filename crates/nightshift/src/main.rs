@@ -45,6 +45,8 @@ fn main() -> ExitCode {
         Command::Restore(args) => commands::restore::run(&args),
         Command::Clean(args) => commands::clean::run(&args),
         Command::Stop(args) => commands::stop::run(&args),
+        Command::Service(args) => commands::service::run(&args),
+        Command::Engine(args) => commands::engine::run(&args),
     };
     match result {
         Ok(code) => exit(code),

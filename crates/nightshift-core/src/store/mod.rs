@@ -350,6 +350,13 @@ impl Store {
         Ok(events)
     }
 
+    /// The position of the newest journal entry (0 when the journal is empty).
+    pub fn last_seq(&self) -> Result<i64, StoreError> {
+        Ok(self
+            .conn
+            .query_row("SELECT COALESCE(MAX(seq), 0) FROM events", [], |r| r.get(0))?)
+    }
+
     /// Rebuilds the state tables from the journal in a scratch in-memory database and returns
     /// whether they equal the stored ones. A consistency proof for tests and `doctor`.
     pub fn refold_matches(&self) -> Result<bool, StoreError> {

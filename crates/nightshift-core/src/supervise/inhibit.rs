@@ -18,7 +18,10 @@ impl Inhibitor {
     pub fn acquire(why: &str) -> Inhibitor {
         let pid = std::process::id().to_string();
         if cfg!(target_os = "macos") {
-            return hold("caffeinate", Command::new("caffeinate").args(["-i", "-w", &pid]));
+            return hold(
+                "caffeinate",
+                Command::new("caffeinate").args(["-i", "-w", &pid]),
+            );
         }
         if !cfg!(target_os = "linux") {
             return Inhibitor::Unavailable("no inhibitor is known on this platform".into());

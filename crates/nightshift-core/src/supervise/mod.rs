@@ -74,6 +74,8 @@ pub fn run(mut opts: Options, note: &mut dyn FnMut(&str)) -> Result<i32, Supervi
         note(&format!("prevent_sleep unavailable: {why}"));
     }
     signals::install();
+    // ATTENTION and health.json live here, even when no engine ever gets as far as creating it.
+    let _ = std::fs::create_dir_all(ws.dir());
     let mut beat = Heartbeat {
         ws: ws.clone(),
         clock: clock.clone(),
@@ -83,6 +85,7 @@ pub fn run(mut opts: Options, note: &mut dyn FnMut(&str)) -> Result<i32, Supervi
         last: None,
         no_ship_hours: opts.no_ship_hours,
         no_ship_alerted: None,
+        owned: false,
         facts: SupervisorFacts {
             state: "starting".into(),
             supervisor_pid: std::process::id(),
@@ -136,7 +139,13 @@ pub fn run(mut opts: Options, note: &mut dyn FnMut(&str)) -> Result<i32, Supervi
         beat.facts.last_engine_exit = Some(exit.to_string());
         match restarts.decide(exit, stop_requested, clock.mono()) {
             Decision::Finish(code) => {
-                return Ok(beat.finish(if stop_requested { "stopped" } else { "finished" }, code));
+                // Exit 0 is an operator stop (`nightshift stop` signals the engine itself).
+                let state = if stop_requested || code == 0 {
+                    "stopped"
+                } else {
+                    "finished"
+                };
+                return Ok(beat.finish(state, code));
             }
             Decision::Restart { after } => {
                 note(&format!(
@@ -148,7 +157,9 @@ pub fn run(mut opts: Options, note: &mut dyn FnMut(&str)) -> Result<i32, Supervi
                 let until = clock.mono() + after;
                 while clock.mono() < until {
                     if !signals::take().is_empty() {
-                        note("stopped while waiting to restart the engine; `nightshift run` resumes");
+                        note(
+                            "stopped while waiting to restart the engine; `nightshift run` resumes",
+                        );
                         return Ok(beat.finish("stopped", 0));
                     }
                     std::thread::sleep(POLL);
@@ -175,10 +186,7 @@ pub fn run(mut opts: Options, note: &mut dyn FnMut(&str)) -> Result<i32, Supervi
                     "restart_storm: the engine died {starts} times in a row (last: {exit}); not restarting it"
                 ));
                 beat.facts.halt_reason = Some(HaltReason::RestartStorm.as_str().into());
-                return Ok(beat.finish(
-                    "restart_storm",
-                    HaltReason::RestartStorm.class().code(),
-                ));
+                return Ok(beat.finish("restart_storm", HaltReason::RestartStorm.class().code()));
             }
         }
     }
@@ -196,6 +204,8 @@ struct Heartbeat {
     no_ship_hours: f64,
     /// The last ship (or run) the no-ship alert was raised for, so it is raised once per gap.
     no_ship_alerted: Option<String>,
+    /// Whether one of this supervisor's engines has held the run lock.
+    owned: bool,
 }
 
 impl Heartbeat {
@@ -217,9 +227,34 @@ impl Heartbeat {
         code
     }
 
+    /// Whether this supervisor may write `health.json`: not while another live engine (another
+    /// supervisor's, refused with `run_locked` here) holds the run lock.
+    fn may_write(&mut self) -> bool {
+        let holder = crate::store::read_holder(&self.ws.lock()).and_then(|h| {
+            h.strip_prefix("pid ")?
+                .split_whitespace()
+                .next()?
+                .parse::<u32>()
+                .ok()
+        });
+        let Some(holder) = holder else {
+            return true;
+        };
+        if Some(holder) == self.facts.engine_pid {
+            self.owned = true;
+            return true;
+        }
+        let alive = i32::try_from(holder)
+            .is_ok_and(|pid| nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None).is_ok());
+        self.owned || !alive
+    }
+
     /// Best effort: a store that cannot be read yet, or a file that cannot be written, is
     /// tried again at the next beat; the run never stops for its heartbeat.
     fn refresh(&mut self) {
+        if !self.may_write() {
+            return;
+        }
         if self.store.is_none() && self.ws.state_db().exists() {
             self.store = Store::open_read_only(&self.ws.state_db()).ok();
         }

@@ -91,12 +91,7 @@ pub fn service_file(manager: Manager, home: &Path, exe: &Path, root: &Path) -> S
                 content,
                 enable: vec![
                     vec!["systemctl".into(), "--user".into(), "daemon-reload".into()],
-                    vec![
-                        "systemctl".into(),
-                        "--user".into(),
-                        "enable".into(),
-                        unit,
-                    ],
+                    vec!["systemctl".into(), "--user".into(), "enable".into(), unit],
                 ],
             }
         }
@@ -189,11 +184,15 @@ mod tests {
         );
         assert!(f.path.starts_with("/home/u/.config/systemd/user"));
         assert!(f.name.starts_with("nightshift-"));
-        assert!(f.content.contains(
-            "ExecStart=/usr/bin/nightshift run -C \"/src/my repo\" --resume-only\n"
-        ));
+        assert!(
+            f.content
+                .contains("ExecStart=/usr/bin/nightshift run -C \"/src/my repo\" --resume-only\n")
+        );
         assert!(f.content.contains("Restart=on-failure\n"));
-        assert!(f.content.contains("RestartPreventExitStatus=10 11 12 13 14 15 16 17 18 19 20 30 40\n"));
+        assert!(
+            f.content
+                .contains("RestartPreventExitStatus=10 11 12 13 14 15 16 17 18 19 20 30 40\n")
+        );
         assert_eq!(f.enable[1][2], "enable");
         assert_eq!(repo_hash(Path::new("/a")), repo_hash(Path::new("/a")));
         assert_ne!(repo_hash(Path::new("/a")), repo_hash(Path::new("/b")));

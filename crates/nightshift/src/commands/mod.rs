@@ -2,10 +2,12 @@
 
 pub mod clean;
 pub mod demo;
+pub mod engine;
 pub mod init;
 pub mod log;
 pub mod restore;
 pub mod run;
+pub mod service;
 pub mod status;
 pub mod stop;
 

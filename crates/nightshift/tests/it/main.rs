@@ -17,3 +17,4 @@ mod pipeline;
 mod reading;
 mod restore;
 mod sessions;
+mod supervise;
