@@ -173,11 +173,9 @@ impl Tracker {
                             self.ships.extend(at);
                         }
                     }
-                    EventKind::Pushed { item, .. } => {
-                        if self.awaiting_push.remove(item) {
-                            acc.shipped += 1;
-                            self.ships.extend(at);
-                        }
+                    EventKind::Pushed { item, .. } if self.awaiting_push.remove(item) => {
+                        acc.shipped += 1;
+                        self.ships.extend(at);
                     }
                     EventKind::RunPaused { reason, until } => acc.pauses.push(Pause {
                         at: event.at.clone(),

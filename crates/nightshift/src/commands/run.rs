@@ -2,7 +2,7 @@
 //! run halts: restart it when it dies, keep `health.json` fresh, alert, keep the machine awake
 //! (docs/supervisor.md). `--detach` does the same in the background.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -207,7 +207,7 @@ fn opened_run(ws: &Workspace, before: i64) -> Option<String> {
         .map(|e| e.run_id)
 }
 
-fn print_detached(ws: &Workspace, args: &RunArgs, run_id: &str, pid: u32, log: &PathBuf) {
+fn print_detached(ws: &Workspace, args: &RunArgs, run_id: &str, pid: u32, log: &Path) {
     let c = match &args.repo.repo {
         Some(_) => format!(" -C {}", ws.root().display()),
         None => String::new(),

@@ -355,3 +355,45 @@ fn service_install_writes_a_user_unit_that_resumes_this_repository() {
         "{stdout}"
     );
 }
+
+/// `nightshift stop` while the supervisor waits out a back-off (no engine holds the lock): the
+/// supervisor starts no other engine and exits 0.
+#[test]
+fn stop_between_engines_ends_the_supervisor() {
+    let repo = Repo::new(&project());
+    repo.agent("a", &solves("a"));
+    repo.configure(&plan(&repo, &["a"], 1, 1));
+    let mut run = repo
+        .cmd(&["run"])
+        .env(failpoint::ENV, "engine_started")
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let health_path = repo.root.join(".nightshift/health.json");
+    let started = Instant::now();
+    // The third back-off is 4 s long: ample time for `stop` to find it.
+    loop {
+        let h: Option<serde_json::Value> = std::fs::read_to_string(&health_path)
+            .ok()
+            .and_then(|t| serde_json::from_str(&t).ok());
+        if h.is_some_and(|h| h["state"] == "restarting" && h["engine_starts"] == 3) {
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "never restarting"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let stop = repo.run(&["stop"]);
+    assert!(stop.status.success(), "{}", text(&stop));
+    assert!(
+        String::from_utf8_lossy(&stop.stdout).contains("between engines"),
+        "{}",
+        text(&stop)
+    );
+    assert_eq!(run.wait().unwrap().code(), Some(0));
+    let h = health(&repo);
+    assert_eq!(h["state"], "stopped");
+    assert_eq!(h["engine_starts"], 3, "no engine started after the stop");
+}
