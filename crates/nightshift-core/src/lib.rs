@@ -26,5 +26,6 @@ pub mod receipt;
 pub mod session;
 pub mod stop;
 pub mod store;
+pub mod supervise;
 pub mod wake;
 pub mod workspace;

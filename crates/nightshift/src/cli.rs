@@ -52,6 +52,11 @@ pub enum Command {
     Probe(ProbeArgs),
     /// Check the preconditions of an unattended run: agent, git, the check, notification.
     Doctor(DoctorArgs),
+    /// Install a per-user service that resumes a live run after a reboot.
+    Service(ServiceArgs),
+    /// The run loop itself, as `nightshift run` supervises it (hidden: use `run`).
+    #[command(hide = true)]
+    Engine(EngineArgs),
 }
 
 /// Where to find the repository.
@@ -85,6 +90,55 @@ pub struct RunArgs {
     /// stops `deadline_reached` (exit 19), its work preserved and resumable.
     #[arg(long, value_name = "TIME")]
     pub until: Option<String>,
+    /// Run in the background (its own session, surviving the terminal); print the run id and
+    /// how to follow it, and return at once.
+    #[arg(long)]
+    pub detach: bool,
+    /// Only resume an unfinished run; do nothing (exit 0) when there is none. What the service
+    /// installed by `nightshift service install` runs at boot.
+    #[arg(long)]
+    pub resume_only: bool,
+}
+
+/// `nightshift engine`: the flags `run` passes on.
+#[derive(Debug, Args)]
+pub struct EngineArgs {
+    #[command(flatten)]
+    pub repo: RepoArgs,
+    /// Start a new run even if one is unfinished.
+    #[arg(long)]
+    pub fresh: bool,
+    /// Print one JSON object per journal event instead of progress lines.
+    #[arg(long)]
+    pub json: bool,
+    /// The `--until` deadline, as `run` resolved it (RFC 3339). Absent: the journaled one.
+    #[arg(long, value_name = "TIME")]
+    pub until: Option<String>,
+    /// The deadline as the operator wrote it (`07:00`), for the journal and messages.
+    #[arg(long, value_name = "TEXT", requires = "until")]
+    pub until_given: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct ServiceArgs {
+    #[command(subcommand)]
+    pub action: ServiceAction,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ServiceAction {
+    /// Write a systemd user unit (Linux) or a launchd agent (macOS) that runs
+    /// `nightshift run --resume-only` in this repository at boot or login, and enable it.
+    Install(ServiceInstallArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ServiceInstallArgs {
+    #[command(flatten)]
+    pub repo: RepoArgs,
+    /// Print what would be written and run, and change nothing.
+    #[arg(long)]
+    pub dry_run: bool,
 }
 
 #[derive(Debug, Args)]

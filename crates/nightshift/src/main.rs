@@ -56,6 +56,8 @@ fn main() -> ExitCode {
         Command::Deliver(args) => commands::notify::deliver(&args),
         Command::Probe(args) => commands::probe::run(&args),
         Command::Doctor(args) => commands::doctor::run(&args),
+        Command::Service(args) => commands::service::run(&args),
+        Command::Engine(args) => commands::engine::run(&args),
     };
     match result {
         Ok(code) => exit(code),

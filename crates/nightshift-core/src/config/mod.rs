@@ -87,6 +87,8 @@ pub struct Config {
     pub integrate: IntegrateConfig,
     /// Integrity rules (`[guards]`).
     pub guards: GuardConfig,
+    /// `[run]`: how the run process behaves on this machine.
+    pub run: RunConfig,
     /// A Markdown checklist to take items from, relative to the repository root.
     pub plan: Option<PathBuf>,
     /// The `[[item]]` tables, in file order.
@@ -357,6 +359,21 @@ impl Default for IntegrateConfig {
             remote: "origin".into(),
             done: Done::Local,
             pr_command: Vec::new(),
+        }
+    }
+}
+
+/// `[run]`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunConfig {
+    /// Keep the machine awake while a run works (`systemd-inhibit`, `caffeinate`).
+    pub prevent_sleep: bool,
+}
+
+impl Default for RunConfig {
+    fn default() -> Self {
+        RunConfig {
+            prevent_sleep: true,
         }
     }
 }

@@ -37,6 +37,7 @@ struct RawConfig {
     worktree: Option<RawWorktree>,
     guards: Option<RawGuards>,
     gates: Option<std::collections::BTreeMap<Spanned<String>, Spanned<String>>>,
+    run: Option<RawRun>,
     item: Option<Vec<Spanned<RawItem>>>,
     notify: Option<RawNotify>,
     alert: Option<RawAlert>,
@@ -68,6 +69,12 @@ struct RawNotifyCommand {
 #[serde(deny_unknown_fields)]
 struct RawAlert {
     no_ship_hours: Option<Spanned<u32>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawRun {
+    prevent_sleep: Option<bool>,
 }
 
 #[derive(Deserialize)]
@@ -263,6 +270,12 @@ impl Ctx<'_> {
             seed,
             integrate,
             guards,
+            run: super::RunConfig {
+                prevent_sleep: raw
+                    .run
+                    .and_then(|r| r.prevent_sleep)
+                    .unwrap_or(super::RunConfig::default().prevent_sleep),
+            },
             plan: plan.map(|plan| PathBuf::from(plan.into_inner())),
             items,
             notify,

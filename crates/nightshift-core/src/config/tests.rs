@@ -92,6 +92,7 @@ fn full_example_parses_with_its_values() -> TestResult {
                 ..IntegrateConfig::default()
             },
             guards: crate::config::GuardConfig::default(),
+            run: RunConfig::default(),
             plan: Some(PathBuf::from("TODO.md")),
             items: vec![ItemConfig {
                 id: "add-greeting".into(),

@@ -3,6 +3,7 @@
 pub mod clean;
 pub mod demo;
 pub mod doctor;
+pub mod engine;
 pub mod fixpoint;
 pub mod init;
 pub mod log;
@@ -12,6 +13,7 @@ pub mod probe;
 pub mod replay;
 pub mod restore;
 pub mod run;
+pub mod service;
 pub mod status;
 pub mod stop;
 pub mod testclock;

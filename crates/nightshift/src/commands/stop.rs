@@ -18,7 +18,19 @@ pub fn run(args: &StopArgs) -> CommandResult {
     let lock_path = ws.lock();
     // Whoever holds the lock is the engine; if we can take it, nothing is running.
     match RunLock::acquire(&lock_path, "nightshift stop (probe)") {
-        Ok(_free) => {
+        Ok(free) => {
+            drop(free);
+            // A supervisor waiting out a back-off between engines: tell it not to start another.
+            if let Some(pid) = restarting_supervisor(&ws) {
+                let _ = nix::sys::signal::kill(
+                    nix::unistd::Pid::from_raw(pid),
+                    nix::sys::signal::Signal::SIGTERM,
+                );
+                println!(
+                    "the supervisor (pid {pid}) was between engines; asked it not to start another. `nightshift run` resumes"
+                );
+                return Ok(0);
+            }
             println!("no run is working in {}", ws.root().display());
             return Ok(0);
         }
@@ -71,4 +83,13 @@ pub fn run(args: &StopArgs) -> CommandResult {
         ),
     )
     .hint("it may be finishing a long step; `nightshift status` shows where it is"))
+}
+
+/// The pid of a live supervisor that `health.json` says is waiting to restart its engine.
+fn restarting_supervisor(ws: &nightshift_core::workspace::Workspace) -> Option<i32> {
+    use nightshift_core::supervise::health;
+    let h = health::read(&health::path(ws))?;
+    let pid = i32::try_from(h.supervisor_pid).ok()?;
+    let alive = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None).is_ok();
+    (h.state == "restarting" && alive).then_some(pid)
 }

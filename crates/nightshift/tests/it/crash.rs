@@ -1,5 +1,6 @@
-//! Crash safety: the engine is killed with SIGKILL at each journaled transition of an item
-//! (failpoints), then `nightshift run` again must finish the work exactly once, with no orphan
+//! Crash safety: the engine (`nightshift engine`, unsupervised) is killed with SIGKILL at each
+//! journaled transition of an item (failpoints), then `nightshift run` again must finish the
+//! work exactly once, with no orphan
 //! worktree or process and no attempt whose work is lost.
 
 use std::os::unix::process::ExitStatusExt;
@@ -93,7 +94,7 @@ fn sigkill_at_every_transition_then_resume_ships_each_item_exactly_once() {
             let context = format!("{point}@{nth}");
             let repo = crash_repo();
             let out = repo
-                .cmd(&["run"])
+                .cmd(&["engine"])
                 .env(failpoint::ENV, &context)
                 .output()
                 .unwrap();
@@ -143,7 +144,8 @@ fn an_engine_killed_mid_session_leaves_no_orphan_and_the_session_runs_again() {
         1,
     );
     repo.configure(&config);
-    let out = repo.run(&["run"]);
+    // The engine alone (`run` would restart it: see supervise.rs).
+    let out = repo.run(&["engine"]);
     assert_eq!(out.status.signal(), Some(9), "{}", text(&out));
     let orphan: i32 = std::fs::read_to_string(&pidfile)
         .unwrap()

@@ -40,7 +40,7 @@ fn fresh_after_a_kill_between_moving_the_target_and_confirming_ships_once() {
     repo.agent("a", &solves("a"));
     repo.configure(&plan(&repo, &["a"], 1, 1));
     let out = repo
-        .cmd(&["run"])
+        .cmd(&["engine"])
         .env(failpoint::ENV, "integrate_effect_done")
         .output()
         .unwrap();
@@ -129,7 +129,7 @@ fn an_interrupted_fast_forward_of_the_users_checkout_is_finished_not_blamed_on_t
     repo.agent("a", &solves("a"));
     repo.configure(&plan(&repo, &["a"], 1, 1));
     let out = repo
-        .cmd(&["run"])
+        .cmd(&["engine"])
         .env(failpoint::ENV, "integrate_intended")
         .output()
         .unwrap();

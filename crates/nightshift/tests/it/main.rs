@@ -24,3 +24,4 @@ mod reading;
 mod replay;
 mod restore;
 mod sessions;
+mod supervise;

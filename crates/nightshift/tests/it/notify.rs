@@ -343,6 +343,15 @@ fn an_engine_stopped_by_an_agent_that_cannot_start_rings_human_required() {
         got.display()
     );
     repo.configure(&config);
+    // The quick doctor at `run` start finds `./no-such-agent` at the repository root (so the
+    // run starts); the attempt's worktree, where it is run, has no such file (untracked): the
+    // engine meets the failure mid-run.
+    repo.write("no-such-agent", "#!/bin/sh\nexit 0\n");
+    std::fs::set_permissions(
+        repo.root.join("no-such-agent"),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
     let out = repo.run(&["run"]);
     assert_eq!(out.status.code(), Some(40), "{}", text(&out));
     let alert: serde_json::Value = serde_json::from_str(&wait_for_file(&got)).unwrap();

@@ -286,7 +286,8 @@ fn fresh_after_a_crash_preserves_the_abandoned_attempt_and_restore_recovers_it()
         1,
     );
     repo.configure(&config);
-    let out = repo.run(&["run"]);
+    // The engine alone: `run` would restart it, and this agent would kill it again.
+    let out = repo.run(&["engine"]);
     assert_eq!(out.status.signal(), Some(9), "{}", text(&out));
 
     // A fresh run abandons the open attempt: its worktree goes, its work must not.
