@@ -32,7 +32,7 @@
 //! | JUnit XML | `classname::name`, or `name` when the classname is empty or absent |
 //! | TAP | `N description`: the test number (explicit, else its position), a space, and the description with a leading `-` removed, cut at the first unescaped `#` (the directive), `\#` and `\\` unescaped, runs of whitespace collapsed to one space and trimmed; just `N` when empty. Subtests (indented by four spaces) are `parent id > child id`; a stream announced by `prove -v` (`t/a.t ..`) prefixes `t/a.t::` |
 //! | libtest (`cargo test`) | `binary test::path`, where the binary key comes from cargo's `Running` line: `crate@src/lib.rs`, `cli@tests/cli.rs`, `crate@doc` for doc-tests (the artifact name without its hash, `@`, the source path); the bare test path when the output has no `Running` lines (a test binary run directly, or stderr not captured). A `- should panic` suffix is dropped |
-//! | nextest | `binary-id test::path` as nextest prints it (`alpha tests::it_adds`, `alpha::cli it_adds`, `beta::bin/beta tests::it_adds`); with `--message-format libtest-json`, `crate::binary test::path` from its `crate::binary$test::path` names |
+//! | nextest | `binary-id test::path` as nextest prints it (`alpha tests::it_adds`, `alpha::cli it_adds`, `beta::bin/beta tests::it_adds`); with `--message-format libtest-json` and stdout alone, `crate::binary test::path` from its `crate::binary$test::path` names (with stderr captured too, the status lines' ids) |
 //! | pytest | the node id: `tests/test_x.py::TestClass::test_name[param]` |
 //! | `go test -json` | `package/Test`, subtests included: `example.com/pkg/TestTable/case_one` |
 //!
