@@ -5,6 +5,11 @@
 //!
 //! A runner that is not installed is skipped with a `skipped: …` line on stderr (cargo is
 //! always there). `.ci/run` installs pytest from the package registry so CI runs them all.
+#![expect(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test helpers fail loudly"
+)]
 
 use std::path::Path;
 use std::process::Command;
