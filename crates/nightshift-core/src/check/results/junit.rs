@@ -146,6 +146,22 @@ mod tests {
     }
 
     #[test]
+    fn nextest_junit_profile() {
+        let want: Vec<(String, TestState)> = [
+            ("calc::bin/calc::tests::runs", TestState::Passed),
+            ("calc::cli::it_adds", TestState::Passed),
+            ("calc::cli::it_subtracts", TestState::Failed),
+            ("calc::tests::adds", TestState::Passed),
+            ("calc::tests::panics", TestState::Passed),
+            ("calc::tests::subtracts", TestState::Failed),
+        ]
+        .iter()
+        .map(|(id, s)| ((*id).to_owned(), *s))
+        .collect();
+        assert_eq!(states(samples::NEXTEST_JUNIT), want);
+    }
+
+    #[test]
     fn surefire_reports_concatenated() {
         let got = states(samples::SUREFIRE_JUNIT);
         let want = [

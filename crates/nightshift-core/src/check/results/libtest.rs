@@ -10,6 +10,9 @@
 //! block. A block that never reaches `test result:` crashed (a signal, an abort): the tests
 //! still running then (known with one test thread, or from JSON `started` events) are failed,
 //! and when nothing in it is failed, its binary key is.
+//!
+//! A block that names fewer passed, failed or ignored tests than its `test result:` line counts
+//! (`cargo test -q` prints dots and names only failures) makes the output partial: not parsed.
 
 use std::collections::HashSet;
 
@@ -42,6 +45,8 @@ struct Block {
     waiting: Option<String>,
     /// JSON: tests started and not yet finished.
     running: HashSet<String>,
+    /// What the `test result:` line counts: passed (with measured), failed, ignored.
+    counts: Option<[usize; 3]>,
 }
 
 #[derive(Default)]
@@ -96,6 +101,7 @@ impl Parser {
             return;
         }
         if line.starts_with("test result: ") {
+            block.counts = result_counts(line);
             if block.names_closed
                 && let Some(names) = block.names.take()
             {
@@ -195,7 +201,7 @@ impl Parser {
             Mode::Detect => self.blocks.iter().any(|b| b.announced && b.ended),
             Mode::Forced => self.blocks.iter().any(|b| b.ended || !b.tests.is_empty()),
         };
-        if !recognised {
+        if !recognised || self.blocks.iter().any(Block::is_partial) {
             return None;
         }
         let mut out = Vec::new();
@@ -231,6 +237,52 @@ impl Parser {
         }
         Some(out)
     }
+}
+
+impl Block {
+    /// Whether the block names fewer tests than its `test result:` line counts: `cargo test
+    /// -q` (libtest's terse format) names only the failures, and a partial list would shrink
+    /// the collected set, so such output is not parsed.
+    fn is_partial(&self) -> bool {
+        let Some(counts) = self.counts else {
+            return false;
+        };
+        let mut named: [HashSet<&str>; 3] = Default::default();
+        for (name, state) in &self.tests {
+            let slot = match state {
+                TestState::Passed => 0,
+                TestState::Failed => 1,
+                TestState::Skipped => 2,
+            };
+            named[slot].insert(name);
+        }
+        named
+            .iter()
+            .zip(counts)
+            .any(|(names, count)| names.len() < count)
+    }
+}
+
+/// The counts of `test result: FAILED. 2 passed; 1 failed; 1 ignored; 0 measured; 0 filtered
+/// out; finished in 0.12s`: passed (measured benchmarks included), failed, ignored.
+fn result_counts(line: &str) -> Option<[usize; 3]> {
+    let (_, rest) = line.split_once(". ")?;
+    let mut counts = [0; 3];
+    for part in rest.split("; ") {
+        let Some((n, word)) = part.split_once(' ') else {
+            continue;
+        };
+        let Some(n) = count(n) else {
+            continue;
+        };
+        match word {
+            "passed" | "measured" => counts[0] += n,
+            "failed" => counts[1] += n,
+            "ignored" => counts[2] += n,
+            _ => {}
+        }
+    }
+    Some(counts)
 }
 
 /// `running 3 tests` / `running 1 test`.
@@ -427,7 +479,7 @@ mod tests {
         let text = "running 3 tests\ntest a::one ... hello from one\nok so far\nFAILED\ntest a::two ... ok\n\
                     progress 50%test a::three ... FAILED\n\nfailures:\n\n\
                     ---- a::three stdout ----\ntest fake ... FAILED\n    not a name list\n\n\
-                    failures:\n    a::three\n\ntest result: FAILED. 2 passed; 1 failed; 0 ignored; \
+                    failures:\n    a::three\n\ntest result: FAILED. 1 passed; 2 failed; 0 ignored; \
                     0 measured; 0 filtered out; finished in 0.01s\n";
         assert_eq!(
             states(text, None),
@@ -437,6 +489,26 @@ mod tests {
                 ("a::two", TestState::Passed),
             ])
         );
+    }
+
+    #[test]
+    fn quiet_terse_output_is_partial_and_not_parsed() {
+        // `cargo test -q` prints `.i.` and names only the failures, without `Running` lines:
+        // reading it would shrink the collected set to the failures (found by running cargo).
+        assert_eq!(parse(samples::CARGO_TEST_QUIET.as_bytes(), None), None);
+        assert_eq!(
+            parse(samples::CARGO_TEST_QUIET.as_bytes(), Some(Format::Libtest)),
+            None
+        );
+        // The same block with every counted test named parses.
+        let named = "running 2 tests\ntest a ... ok\ntest b ... ignored\n\ntest result: ok. 1 passed; \
+                     0 failed; 1 ignored; 0 measured; 0 filtered out; finished in 0.00s\n";
+        assert_eq!(
+            states(named, None),
+            owned(&[("a", TestState::Passed), ("b", TestState::Skipped)])
+        );
+        let short = named.replace("test b ... ignored\n", "");
+        assert_eq!(parse(short.as_bytes(), None), None);
     }
 
     #[test]

@@ -10,8 +10,10 @@
 //! conservative: every format needs its runner's own framing (a summary line, a plan, an XML
 //! root, a JSON event shape), never just a word like `ok` or `FAILED`, and formats are tried in
 //! a fixed order, the first that recognises the output wins: JUnit XML, `go test -json`,
-//! nextest, libtest, pytest, TAP. One output is one format: a check that runs two runners
-//! should name one with `[check] format` or emit JUnit.
+//! nextest, libtest, pytest, TAP. JUnit comes first because a report can embed another
+//! runner's output (nextest's JUnit carries each failed test's libtest output). One output is
+//! one format: a check that runs two runners should name one with `[check] format` or emit
+//! JUnit.
 //!
 //! Parse the **whole** output (the log file), not a tail: a truncated report loses tests.
 //!
@@ -30,7 +32,7 @@
 //! | JUnit XML | `classname::name`, or `name` when the classname is empty or absent |
 //! | TAP | `N description`: the test number (explicit, else its position), a space, and the description with a leading `-` removed, cut at the first unescaped `#` (the directive), `\#` and `\\` unescaped, runs of whitespace collapsed to one space and trimmed; just `N` when empty. Subtests (indented by four spaces) are `parent id > child id`; a stream announced by `prove -v` (`t/a.t ..`) prefixes `t/a.t::` |
 //! | libtest (`cargo test`) | `binary test::path`, where the binary key comes from cargo's `Running` line: `crate@src/lib.rs`, `cli@tests/cli.rs`, `crate@doc` for doc-tests (the artifact name without its hash, `@`, the source path); the bare test path when the output has no `Running` lines (a test binary run directly, or stderr not captured). A `- should panic` suffix is dropped |
-//! | nextest | `binary-id test::path` as nextest prints it (`alpha tests::it_adds`, `alpha::cli it_adds`, `beta::bin/beta tests::it_adds`); with `--message-format libtest-json`, `crate::binary test::path` from its `crate::binary$test::path` names |
+//! | nextest | `binary-id test::path` as nextest prints it (`alpha tests::it_adds`, `alpha::cli it_adds`, `beta::bin/beta tests::it_adds`); with `--message-format libtest-json` and stdout alone, `crate::binary test::path` from its `crate::binary$test::path` names (with stderr captured too, the status lines' ids) |
 //! | pytest | the node id: `tests/test_x.py::TestClass::test_name[param]` |
 //! | `go test -json` | `package/Test`, subtests included: `example.com/pkg/TestTable/case_one` |
 //!
@@ -47,7 +49,14 @@
 //!   partial list would shrink the collected set. `XFAIL` is skipped, `XPASS` passed, `ERROR`
 //!   failed. The `-rA` lines `SKIPPED [2] tests/x.py:9: reason` carry no test id and are not
 //!   counted; run with `-v` (or use `--junitxml`) to see skipped tests by id.
-//! - nextest: skipped tests are listed only with `--status-level skip` (or `all`).
+//! - libtest: `cargo test -q` (libtest's terse format: dots, and only the failures named) is
+//!   partial and not parsed; a block must name as many passed, failed and ignored tests as its
+//!   `test result:` line counts.
+//! - nextest: skipped tests are listed only with `--status-level skip` (or `all`); with
+//!   `--status-level fail` (or `none`) the passed tests are not named, and when the `Summary`
+//!   line counts more passed or failed tests than are named, the output is not parsed. With
+//!   `--message-format libtest-json` and both streams captured (as a check captures them),
+//!   the status lines win and the ids are the binary-id ones.
 //! - TAP: `# SKIP` is skipped on either `ok` or `not ok`; `not ok … # TODO` is skipped (an
 //!   expected failure), `ok … # TODO` passed. `Bail out!` ends the stream; planned tests never
 //!   reported are failed under their number.

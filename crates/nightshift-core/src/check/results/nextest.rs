@@ -5,33 +5,97 @@
 //! the libtest output nextest echoes (indented) and arbitrary test output from matching.
 //! Detection needs nextest's `Starting … across … binaries` or `Summary [` line. A test's last
 //! line wins: `TRY 1 FAIL` then `TRY 2 PASS` is passed (nextest calls it flaky).
+//!
+//! When both streams are captured with `--message-format libtest-json`, the status lines win
+//! over the JSON (which names a crate's lib and its bin of the same name alike). When the
+//! `Summary` line counts more passed or failed tests than the status lines name
+//! (`--status-level fail`), the output is partial and not parsed.
+
+use std::collections::HashMap;
 
 use serde::Deserialize;
 
-use super::text::lines;
+use super::text::{count, lines};
 use super::{Mode, TestResult, TestState};
 
 pub(super) fn parse(text: &str, mode: Mode) -> Option<Vec<TestResult>> {
-    let mut out = Vec::new();
+    let mut human = Vec::new();
+    let mut json = Vec::new();
     let mut framed = false;
-    let mut json = false;
+    let mut summary: Option<Totals> = None;
     for line in lines(text) {
         if is_frame(line) {
             framed = true;
-        } else if line.starts_with('{') {
-            if let Some(result) = json_result(line) {
-                json = true;
-                out.push(result);
+            if let Some(totals) = summary_totals(line) {
+                summary = Some(totals);
             }
+        } else if line.starts_with('{') {
+            json.extend(json_result(line));
         } else if let Some(result) = status_line(line) {
-            out.push(result);
+            human.push(result);
         }
     }
     let recognised = match mode {
-        Mode::Detect => framed || json,
-        Mode::Forced => framed || !out.is_empty(),
+        Mode::Detect => framed || !json.is_empty(),
+        Mode::Forced => framed || !human.is_empty() || !json.is_empty(),
     };
-    recognised.then_some(out)
+    if !recognised {
+        return None;
+    }
+    // With `--message-format libtest-json` and both streams captured, every test is reported
+    // twice: on stderr by its binary id, in the JSON on stdout by a name that does not tell a
+    // crate's lib from its bin of the same name. The status lines win.
+    let out = if human.is_empty() { json } else { human };
+    if let Some(totals) = summary
+        && totals.exceeds(&out)
+    {
+        return None;
+    }
+    Some(out)
+}
+
+/// The `passed` and `failed` counts of the `Summary` line.
+struct Totals {
+    passed: usize,
+    failed: usize,
+}
+
+impl Totals {
+    /// Whether the summary counts more passed or failed tests than the status lines name
+    /// (`--status-level fail` lists only failures): a partial list would shrink the collected
+    /// set, so such output is not parsed. A test's last line decides its state.
+    fn exceeds(&self, reports: &[TestResult]) -> bool {
+        let mut last: HashMap<&str, TestState> = HashMap::new();
+        for report in reports {
+            last.insert(&report.id, report.state);
+        }
+        let named = |state| last.values().filter(|s| **s == state).count();
+        named(TestState::Passed) < self.passed || named(TestState::Failed) < self.failed
+    }
+}
+
+/// `     Summary [   0.298s] 7 tests run: 5 passed (1 flaky), 2 failed, 1 skipped`.
+fn summary_totals(line: &str) -> Option<Totals> {
+    let (_, counts) = line.strip_prefix("     Summary [")?.split_once(" run: ")?;
+    let mut totals = Totals {
+        passed: 0,
+        failed: 0,
+    };
+    for part in counts.split(", ") {
+        let mut words = part.split_whitespace();
+        let (Some(n), Some(word)) = (words.next(), words.next()) else {
+            continue;
+        };
+        let Some(n) = count(n) else {
+            continue;
+        };
+        match word {
+            "passed" => totals.passed += n,
+            "failed" => totals.failed += n,
+            _ => {}
+        }
+    }
+    Some(totals)
 }
 
 /// nextest's run framing: the `Starting` and `Summary` lines.
@@ -199,6 +263,38 @@ mod tests {
                 ("core slow::two", TestState::Failed),
                 ("core weird", TestState::Failed),
             ])
+        );
+    }
+
+    #[test]
+    fn status_level_fail_is_partial_and_not_parsed() {
+        // The summary counts 4 passed tests that no line names (found by running nextest).
+        assert_eq!(parse(samples::NEXTEST_STATUS_FAIL.as_bytes(), None), None);
+        assert_eq!(
+            parse(
+                samples::NEXTEST_STATUS_FAIL.as_bytes(),
+                Some(Format::Nextest)
+            ),
+            None
+        );
+    }
+
+    #[test]
+    fn merged_libtest_json_reports_each_test_once_by_binary_id() {
+        // Both streams captured: the status lines win over the JSON, whose `calc::calc` names
+        // both the lib and the bin (found by running nextest with stderr merged).
+        let want = owned(&[
+            ("calc tests::adds", TestState::Passed),
+            ("calc tests::panics", TestState::Passed),
+            ("calc tests::subtracts", TestState::Failed),
+            ("calc::bin/calc tests::runs", TestState::Passed),
+            ("calc::cli it_adds", TestState::Passed),
+            ("calc::cli it_subtracts", TestState::Failed),
+        ]);
+        assert_eq!(states(samples::NEXTEST_LIBTEST_JSON_MERGED, None), want);
+        assert_eq!(
+            states(samples::NEXTEST_LIBTEST_JSON_MERGED, Some(Format::Nextest)),
+            want
         );
     }
 

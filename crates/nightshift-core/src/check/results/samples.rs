@@ -872,3 +872,287 @@ t/b.t (Wstat: 0 Tests: 2 Failed: 1)
 Files=2, Tests=5,  0 wallclock secs ( 0.03 usr +  0.02 sys =  0.05 CPU)
 Result: FAIL
 "###;
+
+/// `cargo test -q --no-fail-fast 2>&1` (cargo 1.95): libtest's terse format names only failures.
+pub(super) const CARGO_TEST_QUIET: &str = r###"
+running 4 tests
+.i 2/4
+tests::subtracts --- FAILED
+.
+failures:
+
+---- tests::subtracts stdout ----
+
+thread 'tests::subtracts' (11734) panicked at src/lib.rs:28:9:
+assertion `left == right` failed
+  left: 4
+ right: 2
+note: run with `RUST_BACKTRACE=1` environment variable to display a backtrace
+
+
+failures:
+    tests::subtracts
+
+test result: FAILED. 2 passed; 1 failed; 1 ignored; 0 measured; 0 filtered out; finished in 0.01s
+
+error: test failed, to rerun pass `--lib`
+
+running 1 test
+.
+test result: ok. 1 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out; finished in 0.01s
+
+
+running 2 tests
+. 1/2
+it_subtracts --- FAILED
+
+failures:
+
+---- it_subtracts stdout ----
+
+thread 'it_subtracts' (11741) panicked at tests/cli.rs:8:5:
+assertion `left == right` failed
+  left: 8
+ right: 2
+note: run with `RUST_BACKTRACE=1` environment variable to display a backtrace
+
+
+failures:
+    it_subtracts
+
+test result: FAILED. 1 passed; 1 failed; 0 ignored; 0 measured; 0 filtered out; finished in 0.01s
+
+error: test failed, to rerun pass `--test cli`
+
+running 2 tests
+src/lib.rs - sub (line 12) --- FAILED
+.
+failures:
+
+---- src/lib.rs - sub (line 12) stdout ----
+Test executable failed (exit status: 101).
+
+stderr:
+
+thread 'main' (11791) panicked at /tmp/rustdoctestevmADh/doctest_bundle_2024.rs:14:1:
+assertion `left == right` failed
+  left: 4
+ right: 2
+note: run with `RUST_BACKTRACE=1` environment variable to display a backtrace
+
+
+
+failures:
+    src/lib.rs - sub (line 12)
+
+test result: FAILED. 1 passed; 1 failed; 0 ignored; 0 measured; 0 filtered out; finished in 0.00s
+
+all doctests ran in 0.30s; merged doctests compilation took 0.30s
+error: doctest failed, to rerun pass `--doc`
+error: 3 targets failed:
+    `--lib`
+    `--test cli`
+    `--doc`
+"###;
+
+/// `cargo nextest run --no-fail-fast --status-level fail --final-status-level none 2>&1`
+/// (nextest 0.9.143): passed tests are counted, not named.
+pub(super) const NEXTEST_STATUS_FAIL: &str = r###"    Finished `test` profile [unoptimized + debuginfo] target(s) in 0.01s
+────────────
+ Nextest run ID e22a1dfc-2405-4097-a56d-2e4a28aeed74 with nextest profile: default
+    Starting 6 tests across 3 binaries (1 test skipped)
+        FAIL [   0.008s] (3/6) calc tests::subtracts
+  stdout ───
+
+    running 1 test
+    test tests::subtracts ... FAILED
+
+    failures:
+
+    failures:
+        tests::subtracts
+
+    test result: FAILED. 0 passed; 1 failed; 0 ignored; 0 measured; 3 filtered out; finished in 0.00s
+
+  stderr ───
+
+    thread 'tests::subtracts' (11843) panicked at src/lib.rs:28:9:
+    assertion `left == right` failed
+      left: 4
+     right: 2
+    note: run with `RUST_BACKTRACE=1` environment variable to display a backtrace
+
+        FAIL [   0.009s] (5/6) calc::cli it_subtracts
+  stdout ───
+
+    running 1 test
+    test it_subtracts ... FAILED
+
+    failures:
+
+    failures:
+        it_subtracts
+
+    test result: FAILED. 0 passed; 1 failed; 0 ignored; 0 measured; 1 filtered out; finished in 0.00s
+
+  stderr ───
+
+    thread 'it_subtracts' (11848) panicked at tests/cli.rs:8:5:
+    assertion `left == right` failed
+      left: 8
+     right: 2
+    note: run with `RUST_BACKTRACE=1` environment variable to display a backtrace
+
+────────────
+     Summary [   0.026s] 6 tests run: 4 passed, 2 failed, 1 skipped
+error: test run failed
+"###;
+
+/// `NEXTEST_EXPERIMENTAL_LIBTEST_JSON=1 cargo nextest run --no-fail-fast --message-format
+/// libtest-json 2>&1`: status lines and JSON interleaved; the lib and the bin are both
+/// `calc::calc` in the JSON.
+pub(super) const NEXTEST_LIBTEST_JSON_MERGED: &str = r###"    Finished `test` profile [unoptimized + debuginfo] target(s) in 0.02s
+────────────
+ Nextest run ID 92917d49-309c-481d-b9fe-3274d8f2fca7 with nextest profile: default
+    Starting 6 tests across 3 binaries (1 test skipped)
+        PASS [   0.008s] (1/6) calc tests::adds
+        PASS [   0.009s] (2/6) calc tests::panics
+{"type":"suite","event":"started","test_count":4}
+{"type":"test","event":"started","name":"calc::calc$tests::slow"}
+{"type":"test","event":"started","name":"calc::calc$tests::panics"}
+{"type":"test","event":"started","name":"calc::calc$tests::adds"}
+{"type":"test","event":"ignored","name":"calc::calc$tests::slow"}
+{"type":"test","event":"ok","name":"calc::calc$tests::adds","exec_time":0.007635211}
+{"type":"test","event":"started","name":"calc::calc$tests::subtracts"}
+{"type":"test","event":"ok","name":"calc::calc$tests::panics","exec_time":0.008552348}
+{"type":"suite","event":"ok","passed":2,"failed":0,"ignored":1,"measured":0,"filtered_out":0,"exec_time":0.016187559}
+        FAIL [   0.005s] (3/6) calc tests::subtracts
+  output ───
+
+    running 1 test
+
+    thread 'tests::subtracts' (11903) panicked at src/lib.rs:28:9:
+    assertion `left == right` failed
+      left: 4
+     right: 2
+    note: run with `RUST_BACKTRACE=1` environment variable to display a backtrace
+    test tests::subtracts ... FAILED
+
+    failures:
+
+    failures:
+        tests::subtracts
+
+    test result: FAILED. 0 passed; 1 failed; 0 ignored; 0 measured; 3 filtered out; finished in 0.00s
+
+
+        FAIL [   0.005s] (4/6) calc::cli it_subtracts
+  output ───
+
+    running 1 test
+
+    thread 'it_subtracts' (11905) panicked at tests/cli.rs:8:5:
+    assertion `left == right` failed
+      left: 8
+     right: 2
+    note: run with `RUST_BACKTRACE=1` environment variable to display a backtrace
+    test it_subtracts ... FAILED
+
+    failures:
+
+    failures:
+        it_subtracts
+
+    test result: FAILED. 0 passed; 1 failed; 0 ignored; 0 measured; 1 filtered out; finished in 0.00s
+
+
+        PASS [   0.011s] (5/6) calc::cli it_adds
+{"type":"suite","event":"started","test_count":2}
+{"type":"test","event":"started","name":"calc::cli$it_adds"}
+{"type":"test","event":"started","name":"calc::cli$it_subtracts"}
+{"type":"test","event":"failed","name":"calc::cli$it_subtracts","exec_time":0.004879655,"stdout":"\nthread 'it_subtracts' (11905) panicked at tests/cli.rs:8:5:\nassertion `left == right` failed\n  left: 8\n right: 2\nnote: run with `RUST_BACKTRACE=1` environment variable to display a backtrace\n"}
+{"type":"test","event":"ok","name":"calc::cli$it_adds","exec_time":0.010996777}
+{"type":"suite","event":"failed","passed":1,"failed":1,"ignored":0,"measured":0,"filtered_out":0,"exec_time":0.015876432}
+        PASS [   0.007s] (6/6) calc::bin/calc tests::runs
+{"type":"suite","event":"started","test_count":1}
+{"type":"test","event":"started","name":"calc::calc$tests::runs"}
+{"type":"test","event":"ok","name":"calc::calc$tests::runs","exec_time":0.007210553}
+{"type":"suite","event":"ok","passed":1,"failed":0,"ignored":0,"measured":0,"filtered_out":0,"exec_time":0.007210553}
+────────────
+     Summary [   0.027s] 6 tests run: 4 passed, 2 failed, 1 skipped
+        FAIL [   0.005s] (3/6) calc tests::subtracts
+        FAIL [   0.005s] (4/6) calc::cli it_subtracts
+{"type":"suite","event":"started","test_count":4}
+{"type":"test","event":"failed","name":"calc::calc$tests::subtracts","exec_time":0.004559094,"stdout":"\nthread 'tests::subtracts' (11903) panicked at src/lib.rs:28:9:\nassertion `left == right` failed\n  left: 4\n right: 2\nnote: run with `RUST_BACKTRACE=1` environment variable to display a backtrace\n"}
+{"type":"suite","event":"failed","passed":0,"failed":1,"ignored":1,"measured":0,"filtered_out":2,"exec_time":0.004559094}
+error: test run failed
+"###;
+
+/// The JUnit report of `cargo nextest run --profile ci` with `[profile.ci.junit] path =
+/// "junit.xml"` (nextest 0.9.143).
+pub(super) const NEXTEST_JUNIT: &str = r###"<?xml version="1.0" encoding="UTF-8"?>
+<testsuites name="nextest-run" tests="6" skipped="0" failures="2" errors="0" uuid="ffcffab0-1001-4748-a7e2-736a3b2d683e" timestamp="2026-11-30T15:52:53.798+00:00" time="0.029">
+    <testsuite name="calc" tests="3" skipped="0" errors="0" failures="1">
+        <testcase name="tests::panics" classname="calc" timestamp="2026-11-30T15:52:53.798+00:00" time="0.006"/>
+        <testcase name="tests::subtracts" classname="calc" timestamp="2026-11-30T15:52:53.804+00:00" time="0.006">
+            <failure message="thread &apos;tests::subtracts&apos; (11974) panicked at src/lib.rs:28:9" type="test failure with exit code 101">thread &apos;tests::subtracts&apos; (11974) panicked at src/lib.rs:28:9:
+assertion `left == right` failed
+  left: 4
+ right: 2
+note: run with `RUST_BACKTRACE=1` environment variable to display a backtrace</failure>
+            <system-out>
+running 1 test
+test tests::subtracts ... FAILED
+
+failures:
+
+failures:
+    tests::subtracts
+
+test result: FAILED. 0 passed; 1 failed; 0 ignored; 0 measured; 3 filtered out; finished in 0.00s
+
+</system-out>
+            <system-err>
+thread &apos;tests::subtracts&apos; (11974) panicked at src/lib.rs:28:9:
+assertion `left == right` failed
+  left: 4
+ right: 2
+note: run with `RUST_BACKTRACE=1` environment variable to display a backtrace
+</system-err>
+        </testcase>
+        <testcase name="tests::adds" classname="calc" timestamp="2026-11-30T15:52:53.799+00:00" time="0.012"/>
+    </testsuite>
+    <testsuite name="calc::cli" tests="2" skipped="0" errors="0" failures="1">
+        <testcase name="it_subtracts" classname="calc::cli" timestamp="2026-11-30T15:52:53.811+00:00" time="0.010">
+            <failure message="thread &apos;it_subtracts&apos; (11979) panicked at tests/cli.rs:8:5" type="test failure with exit code 101">thread &apos;it_subtracts&apos; (11979) panicked at tests/cli.rs:8:5:
+assertion `left == right` failed
+  left: 8
+ right: 2
+note: run with `RUST_BACKTRACE=1` environment variable to display a backtrace</failure>
+            <system-out>
+running 1 test
+test it_subtracts ... FAILED
+
+failures:
+
+failures:
+    it_subtracts
+
+test result: FAILED. 0 passed; 1 failed; 0 ignored; 0 measured; 1 filtered out; finished in 0.00s
+
+</system-out>
+            <system-err>
+thread &apos;it_subtracts&apos; (11979) panicked at tests/cli.rs:8:5:
+assertion `left == right` failed
+  left: 8
+ right: 2
+note: run with `RUST_BACKTRACE=1` environment variable to display a backtrace
+</system-err>
+        </testcase>
+        <testcase name="it_adds" classname="calc::cli" timestamp="2026-11-30T15:52:53.811+00:00" time="0.012"/>
+    </testsuite>
+    <testsuite name="calc::bin/calc" tests="1" skipped="0" errors="0" failures="0">
+        <testcase name="tests::runs" classname="calc::bin/calc" timestamp="2026-11-30T15:52:53.821+00:00" time="0.006"/>
+    </testsuite>
+</testsuites>
+"###;

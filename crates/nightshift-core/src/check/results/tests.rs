@@ -53,6 +53,14 @@ fn samples() -> Vec<(&'static str, &'static str, Option<Format>)> {
         ("tap13", TAP13, Some(Format::Tap)),
         ("node tap", NODE_TAP, Some(Format::Tap)),
         ("prove -v", PROVE_VERBOSE, Some(Format::Tap)),
+        ("cargo test -q", CARGO_TEST_QUIET, None),
+        ("nextest status-level fail", NEXTEST_STATUS_FAIL, None),
+        (
+            "nextest libtest-json merged",
+            NEXTEST_LIBTEST_JSON_MERGED,
+            Some(Format::Nextest),
+        ),
+        ("nextest junit", NEXTEST_JUNIT, Some(Format::JunitXml)),
     ]
 }
 
@@ -67,10 +75,13 @@ fn every_sample_is_detected_as_its_format() {
 #[test]
 fn detection_is_exclusive_so_its_order_does_not_decide() {
     // No detector but the right one claims a sample: the fixed order is a tie-breaker that
-    // recorded output never needs.
+    // recorded output needs only where one report embeds another runner's: nextest's JUnit
+    // carries each failed test's libtest output, whole, in `<system-out>`, and JUnit is tried
+    // first.
+    let embedded = [("nextest junit", Format::Libtest)];
     for (label, text, want) in samples() {
         for format in ALL {
-            if Some(format) == want {
+            if Some(format) == want || embedded.contains(&(label, format)) {
                 continue;
             }
             assert_eq!(
