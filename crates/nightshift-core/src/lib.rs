@@ -19,6 +19,7 @@ pub mod guard;
 pub mod halt;
 pub mod notify;
 pub mod plan;
+pub mod report;
 pub mod session;
 pub mod stop;
 pub mod store;
