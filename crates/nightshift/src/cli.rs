@@ -30,6 +30,8 @@ pub enum Command {
     Clean(CleanArgs),
     /// Stop the running run at a safe point, its work preserved; `nightshift run` resumes it.
     Stop(StopArgs),
+    /// Why an item's attempts ended, and whether raising a limit and retrying is rational.
+    Explain(ExplainArgs),
 }
 
 /// Where to find the repository.
@@ -121,4 +123,18 @@ pub struct StopArgs {
     /// Let the step in flight (a session, a check) finish first.
     #[arg(long)]
     pub graceful: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ExplainArgs {
+    #[command(flatten)]
+    pub repo: RepoArgs,
+    /// The item to explain. Default: every item of the latest run that did not ship.
+    pub item: Option<String>,
+    /// One JSON object on stdout (schema: `nightshift explain --json-schema`).
+    #[arg(long)]
+    pub json: bool,
+    /// Print the JSON Schema of `--json` output.
+    #[arg(long, hide = true)]
+    pub json_schema: bool,
 }

@@ -45,6 +45,7 @@ fn main() -> ExitCode {
         Command::Restore(args) => commands::restore::run(&args),
         Command::Clean(args) => commands::clean::run(&args),
         Command::Stop(args) => commands::stop::run(&args),
+        Command::Explain(args) => commands::explain::run(&args),
     };
     match result {
         Ok(code) => exit(code),

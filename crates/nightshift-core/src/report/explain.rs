@@ -40,6 +40,8 @@ use crate::store::{AttemptRow, CheckStage, EventKind, ItemRow, RunRow, Store, St
 
 /// How many test ids a sentence names before it summarizes the rest.
 const NAMED_TESTS: usize = 5;
+const REGRESSED: &str = "the test that was fixed and broke again";
+const TOGGLED: &str = "the tests that went back and forth";
 
 /// What explaining can fail with.
 #[derive(Debug, thiserror::Error)]
@@ -178,8 +180,6 @@ pub enum End {
         reason: String,
         /// The loop-contract reason it ended on, if any (`no_progress_detected`, a guard's).
         halt: Option<String>,
-        /// The item was parked by this attempt's end.
-        parked: bool,
         /// Where the attempt's work is kept.
         preserve_ref: Option<String>,
     },
@@ -248,12 +248,8 @@ pub fn explain(
     let mut reports = Vec::new();
     for row in chosen {
         let mut reported = Vec::new();
-        let own: Vec<&AttemptRow> = attempts.iter().filter(|a| a.item == row.id).collect();
-        for (n, att) in own.iter().enumerate() {
-            let last = n + 1 == own.len();
-            reported.push(attempt_report(
-                store, run, &items, &attempts, row, att, last,
-            )?);
+        for att in attempts.iter().filter(|a| a.item == row.id) {
+            reported.push(attempt_report(store, run, &items, &attempts, row, att)?);
         }
         let verdict = match reported.last() {
             Some(latest) => latest.verdict.clone(),
@@ -289,7 +285,6 @@ fn attempt_report(
     attempts: &[AttemptRow],
     item: &ItemRow,
     att: &AttemptRow,
-    last: bool,
 ) -> Result<AttemptReport, StoreError> {
     let events = store.attempt_events(&run.id, &item.id, att.attempt, None)?;
     let mut points: Vec<Point> = Vec::new();
@@ -334,14 +329,12 @@ fn attempt_report(
             EventKind::AttemptFailed {
                 reason,
                 halt,
-                park,
                 preserve_ref,
                 ..
             } => {
                 end = End::Failed {
                     reason,
                     halt: halt.map(|h| h.as_str().to_owned()),
-                    parked: park || (last && item.state == "parked"),
                     preserve_ref,
                 }
             }
@@ -452,7 +445,12 @@ pub fn judge(
         ),
     };
     let restore = preserve_ref.map(|r| {
-        format!("the attempt's work is kept at {r} (`nightshift restore` makes it a branch)")
+        let command = r
+            .strip_prefix("refs/nightshift/preserve/")
+            .and_then(|rest| rest.rsplit_once('/'))
+            .map(|(item, attempt)| format!("`nightshift restore {item} {attempt}`"))
+            .unwrap_or_else(|| "`nightshift restore`".into());
+        format!("the attempt's work is kept at {r} ({command} makes it a branch)")
     });
 
     // 2. integrity
@@ -473,9 +471,9 @@ pub fn judge(
             None => format!("the attempt ended on an integrity guard: {reason}"),
         };
         let mut next = vec![
-            "retrying will not help: the agent weakened the oracle or edited a blocked path".into(),
-            "restore what the guard names (tests, skips, assertions, blocked paths) in the prompt's terms: tell the agent what it must not touch".into(),
-            "if the change is intended, make it yourself on the target or adjust `[guards]` in nightshift.toml".into(),
+            "retrying will not help: the agent weakened the oracle or edited a blocked path, and another attempt is judged the same way".into(),
+            "read the guard's finding and the kept work; if those tests or paths must stay as they are, say so in the item's prompt".into(),
+            "if the change is intended, make it yourself on the target, or adjust `[guards]` in nightshift.toml".into(),
         ];
         next.extend(restore);
         return Verdict::new(VerdictKind::Integrity, why, next);
@@ -507,17 +505,14 @@ pub fn judge(
         })
         .collect();
     let history: Vec<FailingSet> = parsed.iter().map(|(_, s)| s.clone()).collect();
-    let stalled_next = |history: &[FailingSet], named: Vec<String>| {
-        let mut next = vec![
-            "do not retry as is: another attempt would spend tokens for the same result".to_owned(),
-        ];
-        let stubborn = if named.is_empty() {
-            stubborn(history)
-        } else {
-            named
+    let stalled_next = |history: &[FailingSet], named: Option<(&str, Vec<String>)>| {
+        let mut next = Vec::new();
+        let (label, tests) = match named {
+            Some((label, tests)) if !tests.is_empty() => (label, tests),
+            _ => ("the tests failing throughout", stubborn(history)),
         };
-        if !stubborn.is_empty() {
-            next.push(format!("look at the tests named: {}", list(&stubborn)));
+        if !tests.is_empty() {
+            next.push(format!("look at {label}: {}", list(&tests)));
         }
         next.push(
             "then split the item into smaller ones, clarify its prompt, or fix the check if those tests cannot pass as written"
@@ -536,9 +531,9 @@ pub fn judge(
     {
         let why = format!("the loop halted `{h}`: {}", plateau_text(h, points));
         let named = match assess(&history, usize::MAX) {
-            Progress::SameTestRegressed { test } => vec![test],
-            Progress::Oscillation => toggled(&history),
-            _ => Vec::new(),
+            Progress::SameTestRegressed { test } => Some((REGRESSED, vec![test])),
+            Progress::Oscillation => Some((TOGGLED, toggled(&history))),
+            _ => None,
         };
         return Verdict::new(
             VerdictKind::StalledOrInfeasible,
@@ -623,14 +618,14 @@ pub fn judge(
                     "the failing set returned to an earlier one ({}): the agent fixes tests by breaking others",
                     sizes(points)
                 ),
-                stalled_next(&history, toggled(&history)),
+                stalled_next(&history, Some((TOGGLED, toggled(&history)))),
             );
         }
         Progress::SameTestRegressed { test } => {
             return Verdict::new(
                 VerdictKind::StalledOrInfeasible,
                 format!("`{test}` was fixed and fails again ({})", sizes(points)),
-                stalled_next(&history, vec![test]),
+                stalled_next(&history, Some((REGRESSED, vec![test]))),
             );
         }
         _ => {}
@@ -663,11 +658,11 @@ pub fn judge(
         return Verdict::new(
             VerdictKind::StalledOrInfeasible,
             format!(
-                "the failing set was not shrinking at the cutoff ({}): {} failing at the end, {best} at best before",
+                "the failing set was not shrinking at the cutoff ({}): the last check ({} failing) did no better than the best before it ({best})",
                 sizes(points),
                 latest.len()
             ),
-            stalled_next(&history, Vec::new()),
+            stalled_next(&history, None),
         );
     }
 

@@ -2,6 +2,7 @@
 
 pub mod clean;
 pub mod demo;
+pub mod explain;
 pub mod init;
 pub mod log;
 pub mod restore;

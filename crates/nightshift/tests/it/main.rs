@@ -11,6 +11,7 @@ mod harness;
 
 mod bad_config;
 mod crash;
+mod explain;
 mod integrate;
 mod lock;
 mod pipeline;
