@@ -193,3 +193,60 @@ fn explain_json_shape_is_pinned() {
     v["run_id"] = "<run_id>".into();
     insta::assert_json_snapshot!(v);
 }
+
+#[test]
+fn a_running_attempt_is_in_progress_and_a_shipped_item_is_omitted_unless_named() {
+    let repo = Repo::new(&project());
+    let agent = HeldAgent::configure(&repo, "live");
+    let mut run = repo
+        .cmd(&["run"])
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    agent.wait_started();
+    // The engine is mid-session: explain reads the store beside it.
+    let v = explain_json(&repo, &[]);
+    assert_eq!(v["items"][0]["id"], "live");
+    assert_eq!(v["items"][0]["verdict"]["kind"], "in_progress");
+    assert_eq!(v["items"][0]["attempts"][0]["end"]["kind"], "open");
+    agent.release();
+    assert_eq!(run.wait().unwrap().code(), Some(10));
+
+    let v = explain_json(&repo, &[]);
+    assert_eq!(v["items"], serde_json::json!([]));
+    assert_eq!(v["shipped_omitted"], serde_json::json!(["live"]));
+    let out = repo.run(&["explain"]);
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("every item shipped (live)"),
+        "{}",
+        text(&out)
+    );
+    let v = explain_json(&repo, &["live"]);
+    assert_eq!(v["items"][0]["verdict"]["kind"], "shipped");
+    assert_eq!(v["items"][0]["attempts"][0]["end"]["kind"], "shipped");
+}
+
+#[test]
+fn a_failed_guard_is_integrity_and_retrying_will_not_help() {
+    let repo = Repo::new(&tap_project());
+    // Fixes a test, and edits nightshift.toml (always a blocked path).
+    repo.agent(
+        "sneaky",
+        "append fixed <<EOF\nx\nEOF\nappend nightshift.toml <<EOF\n# loosened\nEOF\n",
+    );
+    repo.configure(&plan(&repo, &["sneaky"], 3, 1));
+    let out = repo.run(&["run"]);
+    assert_eq!(out.status.code(), Some(11), "{}", text(&out));
+    let v = explain_json(&repo, &["sneaky"]);
+    let item = &v["items"][0];
+    let attempt = &item["attempts"][0];
+    assert_eq!(attempt["end"]["halt"], "blocked_path_modified");
+    assert_eq!(
+        attempt["points"][0]["guard_failures"][0]["guard"],
+        "blocked_paths"
+    );
+    assert_eq!(item["verdict"]["kind"], "integrity");
+    let human = String::from_utf8_lossy(&repo.run(&["explain", "sneaky"]).stdout).into_owned();
+    assert!(human.contains("4 [guard blocked_paths failed]"), "{human}");
+    assert!(human.contains("retrying will not help"), "{human}");
+}
