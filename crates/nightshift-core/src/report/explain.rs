@@ -21,8 +21,9 @@
 //!    or the latest set is not strictly smaller than every earlier one (a plateau at the cutoff).
 //! 8. **still_improving** — the latest failing set is strictly smaller than every earlier one
 //!    (with a single parsed iteration: smaller than the base's). When the iteration cap is what
-//!    stopped the attempt, raising `[limits] max_iterations` is rational, and a value is
-//!    suggested from the rate the set was shrinking at.
+//!    stopped the attempt, raising `[limits] max_iterations` (for a `nightshift loop` run:
+//!    `--max-iterations`) is rational, and a value is suggested from the rate the set was
+//!    shrinking at.
 //!
 //! The base's failing set (from `baseline_checked`) is shown but only judges a single-point
 //! trajectory: an agent that writes the item's tests first makes later sets larger than the
@@ -347,7 +348,10 @@ fn attempt_report(
     };
     let cap = run.max_iterations;
     let cap_reached = cap_reached(&points, &end, cap);
-    let verdict = judge(&points, baseline_failing, &end, cap, cap_reached);
+    // `nightshift loop` runs halt `max_iterations_reached` at their cap (a plan run drains the
+    // queue instead); their cap is a flag, not a config key.
+    let loop_run = run.halt_reason.as_deref() == Some(HaltReason::MaxIterationsReached.as_str());
+    let verdict = judge(&points, baseline_failing, &end, cap, cap_reached, loop_run);
     Ok(AttemptReport {
         attempt: att.attempt,
         cap,
@@ -418,6 +422,7 @@ pub fn judge(
     end: &End,
     cap: u32,
     cap_reached: bool,
+    loop_run: bool,
 ) -> Verdict {
     let (reason, halt, preserve_ref) = match end {
         End::Shipped { commit } => {
@@ -688,22 +693,32 @@ pub fn judge(
     );
     if cap_reached {
         let suggested = cap.saturating_add(more);
-        let mut verdict = Verdict::new(
-            VerdictKind::StillImproving,
-            why,
-            vec![
-                format!(
-                    "raise `[limits] max_iterations` from {cap} to {suggested}: at the rate so far, about {more} more iteration{} would clear the {} failing test{}",
-                    plural(more as usize),
-                    latest.len(),
-                    plural(latest.len())
-                ),
-                "then `nightshift run` (a new attempt starts from the base; the kept work can be restored with `nightshift restore`)".into(),
-            ],
+        let rate = format!(
+            "at the rate so far, about {more} more iteration{} would clear the {} failing test{}",
+            plural(more as usize),
+            latest.len(),
+            plural(latest.len())
         );
+        let (key, next) = if loop_run {
+            (
+                "--max-iterations",
+                vec![format!(
+                    "run `nightshift loop` again with `--max-iterations {suggested}` (it was {cap}): {rate}"
+                )],
+            )
+        } else {
+            (
+                "[limits] max_iterations",
+                vec![
+                    format!("raise `[limits] max_iterations` from {cap} to {suggested}: {rate}"),
+                    "then `nightshift run` (a new attempt starts from the base; the kept work can be restored with `nightshift restore`)".into(),
+                ],
+            )
+        };
+        let mut verdict = Verdict::new(VerdictKind::StillImproving, why, next);
         verdict.next.extend(restore);
         verdict.raise = Some(Raise {
-            key: "[limits] max_iterations".into(),
+            key: key.into(),
             current: cap,
             suggested,
         });

@@ -41,7 +41,14 @@ fn failed(halt: Option<HaltReason>) -> End {
 }
 
 fn verdict(points: &[Point], baseline: Option<usize>, end: &End, cap: u32) -> Verdict {
-    judge(points, baseline, end, cap, cap_reached(points, end, cap))
+    judge(
+        points,
+        baseline,
+        end,
+        cap,
+        cap_reached(points, end, cap),
+        false,
+    )
 }
 
 #[test]
@@ -265,4 +272,22 @@ fn verdict_names_are_stable() {
             format!("\"{}\"", kind.as_str())
         );
     }
+}
+
+#[test]
+fn a_loop_run_is_told_its_flag_not_a_config_key() {
+    let points = [sized(1, 4), sized(2, 3), sized(3, 2)];
+    let end = failed(Some(HaltReason::MaxIterationsReached));
+    assert!(cap_reached(&points, &end, 3));
+    let v = judge(&points, None, &end, 3, true, true);
+    assert_eq!(v.kind, VerdictKind::StillImproving, "{v:?}");
+    assert_eq!(
+        v.raise.as_ref().map(|r| r.key.as_str()),
+        Some("--max-iterations")
+    );
+    assert!(
+        v.next[0].starts_with("run `nightshift loop` again with `--max-iterations 5`"),
+        "{:?}",
+        v.next
+    );
 }
