@@ -23,6 +23,7 @@ pub mod halt;
 pub mod notify;
 pub mod plan;
 pub mod receipt;
+pub mod report;
 pub mod session;
 pub mod stop;
 pub mod store;

@@ -57,6 +57,8 @@ pub enum Command {
     /// The run loop itself, as `nightshift run` supervises it (hidden: use `run`).
     #[command(hide = true)]
     Engine(EngineArgs),
+    /// Why an item's attempts ended, and whether raising a limit and retrying is rational.
+    Explain(ExplainArgs),
 }
 
 /// Where to find the repository.
@@ -345,6 +347,20 @@ pub struct DoctorArgs {
     #[arg(long, value_name = "COMMAND")]
     pub check: Option<String>,
     /// One JSON object on stdout.
+    #[arg(long)]
+    pub json: bool,
+    /// Print the JSON Schema of `--json` output.
+    #[arg(long, hide = true)]
+    pub json_schema: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ExplainArgs {
+    #[command(flatten)]
+    pub repo: RepoArgs,
+    /// The item to explain. Default: every item of the latest run that did not ship.
+    pub item: Option<String>,
+    /// One JSON object on stdout (schema: `nightshift explain --json-schema`).
     #[arg(long)]
     pub json: bool,
     /// Print the JSON Schema of `--json` output.

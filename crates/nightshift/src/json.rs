@@ -12,6 +12,8 @@ pub const STATUS_VERSION: u32 = 1;
 pub const LOG_VERSION: u32 = 1;
 /// The version of the `wait` line shape.
 pub const WAIT_VERSION: u32 = 1;
+/// The version of the `explain --json` shape.
+pub const EXPLAIN_VERSION: u32 = 1;
 
 /// `nightshift status --json`.
 #[derive(Debug, Serialize, JsonSchema)]
@@ -226,4 +228,42 @@ pub fn probe_schema() -> schemars::Schema {
 /// The schema of `doctor --json`.
 pub fn doctor_schema() -> schemars::Schema {
     schemars::schema_for!(DoctorOutput<'static>)
+}
+
+/// `nightshift explain --json`: per item, each attempt's trajectory (one point per work check:
+/// the failing set, or null when the output did not parse) and the verdict on retrying.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct Explain {
+    /// Shape version; bumped on any incompatible change.
+    pub version: u32,
+    /// The run explained (the latest), or null when none has started here.
+    pub run_id: Option<String>,
+    /// The items explained, in plan order; each item's `verdict` is its latest attempt's.
+    pub items: Vec<nightshift_core::report::explain::ItemReport>,
+    /// Items left out because they shipped (when no item was named).
+    pub shipped_omitted: Vec<String>,
+}
+
+impl Explain {
+    pub fn new(explanation: Option<nightshift_core::report::explain::Explanation>) -> Explain {
+        match explanation {
+            Some(e) => Explain {
+                version: EXPLAIN_VERSION,
+                run_id: Some(e.run_id),
+                items: e.items,
+                shipped_omitted: e.shipped_omitted,
+            },
+            None => Explain {
+                version: EXPLAIN_VERSION,
+                run_id: None,
+                items: Vec::new(),
+                shipped_omitted: Vec::new(),
+            },
+        }
+    }
+}
+
+/// The schema of `explain --json`.
+pub fn explain_schema() -> schemars::Schema {
+    schemars::schema_for!(Explain)
 }

@@ -58,6 +58,7 @@ fn main() -> ExitCode {
         Command::Doctor(args) => commands::doctor::run(&args),
         Command::Service(args) => commands::service::run(&args),
         Command::Engine(args) => commands::engine::run(&args),
+        Command::Explain(args) => commands::explain::run(&args),
     };
     match result {
         Ok(code) => exit(code),

@@ -5,6 +5,7 @@ pub mod demo;
 pub mod doctor;
 pub mod engine;
 pub mod fixpoint;
+pub mod explain;
 pub mod init;
 pub mod log;
 pub mod notify;

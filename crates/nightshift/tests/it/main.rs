@@ -15,6 +15,7 @@ mod crash;
 mod doctor;
 mod fixpoint;
 mod guards;
+mod explain;
 mod integrate;
 mod lock;
 mod notify;
