@@ -116,35 +116,143 @@ pub enum HaltReason {
 
 /// Every halt reason, its stable name and its exit class: the table of DESIGN.md §7.
 pub const TABLE: &[(HaltReason, &str, ExitClass)] = &[
-    (HaltReason::SuccessConditionMet, "success_condition_met", ExitClass::Converged),
-    (HaltReason::QueueDrainedAllShipped, "queue_drained_all_shipped", ExitClass::Converged),
-    (HaltReason::QueueDrainedWithParked, "queue_drained_with_parked", ExitClass::DrainedWithWorkLeft),
-    (HaltReason::NoActionableItems, "no_actionable_items", ExitClass::DrainedWithWorkLeft),
-    (HaltReason::PushRejected, "push_rejected", ExitClass::DrainedWithWorkLeft),
-    (HaltReason::DebtOutstanding, "debt_outstanding", ExitClass::DrainedWithWorkLeft),
-    (HaltReason::MaxIterationsReached, "max_iterations_reached", ExitClass::IterationCap),
-    (HaltReason::MetricIntegrityViolation, "metric_integrity_violation", ExitClass::Integrity),
-    (HaltReason::BlockedPathModified, "blocked_path_modified", ExitClass::Integrity),
-    (HaltReason::ObjectiveUnverified, "objective_unverified", ExitClass::Integrity),
-    (HaltReason::CheckFlaky, "check_flaky", ExitClass::OracleUntrusted),
-    (HaltReason::CheckNotDeterministic, "check_not_deterministic", ExitClass::OracleUntrusted),
-    (HaltReason::CheckNotHermetic, "check_not_hermetic", ExitClass::OracleUntrusted),
-    (HaltReason::CheckInadequate, "check_inadequate", ExitClass::OracleInadequate),
-    (HaltReason::EscalationPending, "escalation_pending", ExitClass::HumanRequired),
-    (HaltReason::AwaitingOperator, "awaiting_operator", ExitClass::HumanRequired),
-    (HaltReason::NoProgressDetected, "no_progress_detected", ExitClass::NoConvergence),
-    (HaltReason::OscillationDetected, "oscillation_detected", ExitClass::NoConvergence),
-    (HaltReason::SameTestRegressed, "same_test_regressed", ExitClass::NoConvergence),
-    (HaltReason::BudgetExceeded, "budget_exceeded", ExitClass::Budget),
+    (
+        HaltReason::SuccessConditionMet,
+        "success_condition_met",
+        ExitClass::Converged,
+    ),
+    (
+        HaltReason::QueueDrainedAllShipped,
+        "queue_drained_all_shipped",
+        ExitClass::Converged,
+    ),
+    (
+        HaltReason::QueueDrainedWithParked,
+        "queue_drained_with_parked",
+        ExitClass::DrainedWithWorkLeft,
+    ),
+    (
+        HaltReason::NoActionableItems,
+        "no_actionable_items",
+        ExitClass::DrainedWithWorkLeft,
+    ),
+    (
+        HaltReason::PushRejected,
+        "push_rejected",
+        ExitClass::DrainedWithWorkLeft,
+    ),
+    (
+        HaltReason::DebtOutstanding,
+        "debt_outstanding",
+        ExitClass::DrainedWithWorkLeft,
+    ),
+    (
+        HaltReason::MaxIterationsReached,
+        "max_iterations_reached",
+        ExitClass::IterationCap,
+    ),
+    (
+        HaltReason::MetricIntegrityViolation,
+        "metric_integrity_violation",
+        ExitClass::Integrity,
+    ),
+    (
+        HaltReason::BlockedPathModified,
+        "blocked_path_modified",
+        ExitClass::Integrity,
+    ),
+    (
+        HaltReason::ObjectiveUnverified,
+        "objective_unverified",
+        ExitClass::Integrity,
+    ),
+    (
+        HaltReason::CheckFlaky,
+        "check_flaky",
+        ExitClass::OracleUntrusted,
+    ),
+    (
+        HaltReason::CheckNotDeterministic,
+        "check_not_deterministic",
+        ExitClass::OracleUntrusted,
+    ),
+    (
+        HaltReason::CheckNotHermetic,
+        "check_not_hermetic",
+        ExitClass::OracleUntrusted,
+    ),
+    (
+        HaltReason::CheckInadequate,
+        "check_inadequate",
+        ExitClass::OracleInadequate,
+    ),
+    (
+        HaltReason::EscalationPending,
+        "escalation_pending",
+        ExitClass::HumanRequired,
+    ),
+    (
+        HaltReason::AwaitingOperator,
+        "awaiting_operator",
+        ExitClass::HumanRequired,
+    ),
+    (
+        HaltReason::NoProgressDetected,
+        "no_progress_detected",
+        ExitClass::NoConvergence,
+    ),
+    (
+        HaltReason::OscillationDetected,
+        "oscillation_detected",
+        ExitClass::NoConvergence,
+    ),
+    (
+        HaltReason::SameTestRegressed,
+        "same_test_regressed",
+        ExitClass::NoConvergence,
+    ),
+    (
+        HaltReason::BudgetExceeded,
+        "budget_exceeded",
+        ExitClass::Budget,
+    ),
     (HaltReason::CostAnomaly, "cost_anomaly", ExitClass::Budget),
-    (HaltReason::DeadlineReached, "deadline_reached", ExitClass::Liveness),
-    (HaltReason::HeartbeatStale, "heartbeat_stale", ExitClass::Liveness),
-    (HaltReason::RestartStorm, "restart_storm", ExitClass::Liveness),
-    (HaltReason::WorkspaceInvalid, "workspace_invalid", ExitClass::Workspace),
+    (
+        HaltReason::DeadlineReached,
+        "deadline_reached",
+        ExitClass::Liveness,
+    ),
+    (
+        HaltReason::HeartbeatStale,
+        "heartbeat_stale",
+        ExitClass::Liveness,
+    ),
+    (
+        HaltReason::RestartStorm,
+        "restart_storm",
+        ExitClass::Liveness,
+    ),
+    (
+        HaltReason::WorkspaceInvalid,
+        "workspace_invalid",
+        ExitClass::Workspace,
+    ),
     (HaltReason::RunLocked, "run_locked", ExitClass::Workspace),
-    (HaltReason::IsolationUnsatisfiable, "isolation_unsatisfiable", ExitClass::Workspace),
-    (HaltReason::ExecutionFailure, "execution_failure", ExitClass::Execution),
-    (HaltReason::InternalError, "internal_error", ExitClass::Internal),
+    (
+        HaltReason::IsolationUnsatisfiable,
+        "isolation_unsatisfiable",
+        ExitClass::Workspace,
+    ),
+    (
+        HaltReason::ExecutionFailure,
+        "execution_failure",
+        ExitClass::Execution,
+    ),
+    (
+        HaltReason::InternalError,
+        "internal_error",
+        ExitClass::Internal,
+    ),
     (HaltReason::OperatorStop, "operator_stop", ExitClass::Ok),
 ];
 
@@ -167,7 +275,10 @@ impl HaltReason {
 
     /// The reason with this stable name.
     pub fn from_name(name: &str) -> Option<HaltReason> {
-        TABLE.iter().find(|(_, n, _)| *n == name).map(|(r, _, _)| *r)
+        TABLE
+            .iter()
+            .find(|(_, n, _)| *n == name)
+            .map(|(r, _, _)| *r)
     }
 }
 

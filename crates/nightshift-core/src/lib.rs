@@ -21,4 +21,5 @@ pub mod plan;
 pub mod session;
 pub mod stop;
 pub mod store;
+pub mod verdict;
 pub mod workspace;

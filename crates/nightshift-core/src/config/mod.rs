@@ -26,6 +26,7 @@
 mod duration;
 mod error;
 mod raw;
+mod review;
 mod template;
 
 use std::fmt;
@@ -35,6 +36,10 @@ use std::time::Duration;
 
 pub use duration::{DURATION_FORMS, format_duration, parse_duration};
 pub use error::{ConfigError, SourceError};
+pub use review::{
+    DEFAULT_MAX_REVIEW_CYCLES, DEFAULT_RISKY_LINES, OnTimeout, ReviewConfig, ReviewSetup,
+    ReviewWhen, TriageAction, TriageConfig,
+};
 pub use template::template;
 
 /// The configuration file's name, at the repository root.
@@ -82,6 +87,8 @@ pub struct Config {
     pub plan: Option<PathBuf>,
     /// The `[[item]]` tables, in file order.
     pub items: Vec<ItemConfig>,
+    /// `[review]`, `[triage]`, `[agent.review]` and `[agent.second_opinion]`.
+    pub review: ReviewSetup,
 }
 
 /// Which agent adapter runs a session.

@@ -6,9 +6,12 @@
 
 mod attempt;
 mod closeout;
+mod debt;
 mod launch;
 mod prompt;
+mod review;
 mod teardown;
+mod triage;
 
 use std::sync::Arc;
 
@@ -347,6 +350,11 @@ impl Engine<'_> {
                     continue;
                 }
             }
+            // Review debt is a queue that blocks: it is paid before new work starts.
+            if let Some(debt) = self.next_debt()? {
+                self.review_debt(&debt)?;
+                continue;
+            }
             if let Some(item) = items.iter().find(|i| i.state == "queued") {
                 self.start_attempt(item)?;
                 continue;
@@ -370,15 +378,7 @@ impl Engine<'_> {
                 continue;
             }
             let items = self.store.items(&run_id)?;
-            let halt = if items.iter().all(|i| i.state == "shipped") {
-                if items.is_empty() {
-                    HaltReason::NoActionableItems
-                } else {
-                    HaltReason::QueueDrainedAllShipped
-                }
-            } else {
-                HaltReason::QueueDrainedWithParked
-            };
+            let halt = review::drain_halt(&items, !self.store.open_debts()?.is_empty());
             self.record(EventKind::RunFinished {
                 halt_reason: halt,
                 exit_code: halt.class().code(),

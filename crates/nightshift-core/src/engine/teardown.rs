@@ -9,12 +9,12 @@ use crate::store::{AttemptRow, EventKind};
 impl Engine<'_> {
     /// Ends an attempt without shipping: preserve its work, record the verdict, tear down.
     pub(super) fn fail(&mut self, att: &AttemptRow, reason: String) -> Result<(), EngineError> {
-        self.end_attempt(att, reason, false, false)
+        self.end_attempt(att, reason, false, false, None, Vec::new())
     }
 
     /// Ends an attempt and parks its item now, whatever attempts it has left.
     pub(super) fn park(&mut self, att: &AttemptRow, reason: String) -> Result<(), EngineError> {
-        self.end_attempt(att, reason, true, false)
+        self.end_attempt(att, reason, true, false, None, Vec::new())
     }
 
     /// Parks the item and keeps the attempt's branch for a person (an unresolved conflict).
@@ -23,7 +23,19 @@ impl Engine<'_> {
         att: &AttemptRow,
         reason: String,
     ) -> Result<(), EngineError> {
-        self.end_attempt(att, reason, true, true)
+        self.end_attempt(att, reason, true, true, None, Vec::new())
+    }
+
+    /// Ends the attempt with the item's verdict `escalated` or `awaiting_operator` (branch kept,
+    /// so `nightshift accept`/`confirm` can integrate it without a new session).
+    pub(super) fn end_with_verdict(
+        &mut self,
+        att: &AttemptRow,
+        reason: String,
+        verdict: &str,
+        actions: Vec<String>,
+    ) -> Result<(), EngineError> {
+        self.end_attempt(att, reason, true, true, Some(verdict.to_owned()), actions)
     }
 
     fn end_attempt(
@@ -32,6 +44,8 @@ impl Engine<'_> {
         reason: String,
         park: bool,
         keep_branch: bool,
+        verdict: Option<String>,
+        actions: Vec<String>,
     ) -> Result<(), EngineError> {
         let run_id = self.run_id();
         let preserve_ref = match self.preserve(&run_id, att) {
@@ -52,6 +66,8 @@ impl Engine<'_> {
             preserve_ref,
             park,
             keep_branch,
+            verdict,
+            actions,
         })?;
         self.teardown_attempt(&run_id, &att.item, att.attempt)
     }

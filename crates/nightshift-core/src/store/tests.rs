@@ -48,6 +48,8 @@ fn record_appends_and_folds_in_one_step() {
                 preserve_ref: None,
                 park: false,
                 keep_branch: false,
+                verdict: None,
+                actions: Vec::new(),
             },
         )
         .unwrap();

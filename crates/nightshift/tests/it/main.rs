@@ -16,4 +16,5 @@ mod lock;
 mod pipeline;
 mod reading;
 mod restore;
+mod review;
 mod sessions;

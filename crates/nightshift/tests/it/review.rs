@@ -1,0 +1,393 @@
+//! Review, triage, review debt, `accept` and `confirm`, end to end: the real binary, real git,
+//! the scripted dev agent, and review agents that are shell scripts writing their verdict to
+//! `$NIGHTSHIFT_VERDICT_FILE` (or printing it as a fenced JSON block).
+
+use nightshift_core::store::EventKind;
+
+use crate::harness::*;
+
+/// Writes the review agent (a shell script) and configures `items` with `[review] when =
+/// "always"` plus `extra` TOML under `[review]`.
+fn configure(repo: &Repo, items: &[&str], max_attempts: u32, extra: &str, review_sh: &str) {
+    let script = repo.agent_dir.join("review.sh");
+    let log = repo.agent_dir.join("reviews.log");
+    std::fs::write(
+        &script,
+        format!(
+            "echo \"$NIGHTSHIFT_REVIEW $NIGHTSHIFT_ITEM $NIGHTSHIFT_ATTEMPT $NIGHTSHIFT_REVIEW_CYCLE\" >> {}\n\
+             verdict() {{ printf '%s\\n' \"$1\" > \"$NIGHTSHIFT_VERDICT_FILE\"; }}\n{review_sh}",
+            log.display()
+        ),
+    )
+    .unwrap();
+    repo.configure(&format!(
+        "{}\n[agent.review]\ncommand = [\"sh\", \"{}\"]\n\n[review]\nwhen = \"always\"\n{extra}",
+        plan(repo, items, 3, max_attempts),
+        script.display()
+    ));
+}
+
+/// One line per review session: `KIND ITEM ATTEMPT CYCLE`.
+fn reviews(repo: &Repo) -> Vec<String> {
+    std::fs::read_to_string(repo.agent_dir.join("reviews.log"))
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+fn events(repo: &Repo) -> Vec<EventKind> {
+    repo.store()
+        .events_after(0, 100_000)
+        .unwrap()
+        .into_iter()
+        .map(|e| e.kind)
+        .collect()
+}
+
+/// `(action, class)` of every review decision, in order.
+fn decisions(repo: &Repo) -> Vec<(String, Option<String>)> {
+    events(repo)
+        .into_iter()
+        .filter_map(|k| match k {
+            EventKind::ReviewDecided { action, class, .. } => Some((action, class)),
+            _ => None,
+        })
+        .collect()
+}
+
+fn debts(repo: &Repo) -> Vec<(String, String)> {
+    repo.store()
+        .debts()
+        .unwrap()
+        .into_iter()
+        .map(|d| (d.item, d.state))
+        .collect()
+}
+
+fn attention(repo: &Repo) -> String {
+    std::fs::read_to_string(repo.root.join(".nightshift/ATTENTION")).unwrap_or_default()
+}
+
+const APPROVE: &str =
+    r#"verdict '{"verdict": "approve", "reason": "looks right", "findings": []}'"#;
+
+/// Seed 000's false positive: the review's VC-hygiene gate escalates, CRITICAL, over a dirty
+/// tree, while the work is done and the check green.
+const DIRTY_TREE_ESCALATION: &str = r#"verdict '{"verdict": "escalate", "reason": "Status: done. VC hygiene gate failed", "findings": [{"severity": "critical", "file": "done", "text": "working tree is dirty: artifacts left uncommitted"}]}'"#;
+
+#[test]
+fn an_approving_review_ships_after_seeing_the_diff_and_the_check() {
+    let repo = Repo::new(&project());
+    repo.agent("a", &solves("a"));
+    configure(&repo, &["a"], 1, "", APPROVE);
+    let out = repo.run(&["run"]);
+    assert_eq!(out.status.code(), Some(10), "{}", text(&out));
+    assert_eq!(repo.shipped_items(), ["a"]);
+    assert_eq!(reviews(&repo), ["review a 1 1"]);
+    assert_eq!(decisions(&repo), [("approve".into(), None)]);
+    // The reviewer saw the item, the diff against the base and the check, in its own prompt.
+    let run = repo.status_json()["run"]["id"].as_str().unwrap().to_owned();
+    let prompt = std::fs::read_to_string(
+        repo.root
+            .join(format!(".nightshift/logs/{run}/a-a1-r1.review-prompt.md")),
+    )
+    .unwrap();
+    assert!(prompt.contains("Make done/a say ok."), "{prompt}");
+    assert!(prompt.contains("+ok"), "the diff: {prompt}");
+    assert!(prompt.contains("sh check.sh a"), "the check: {prompt}");
+    assert!(debts(&repo).is_empty());
+    repo.assert_clean_end();
+}
+
+#[test]
+fn request_changes_feeds_a_repair_then_an_approval_ships() {
+    let repo = Repo::new(&project());
+    repo.agent("a", &solves("a"));
+    // Cycle 1 asks for changes in a fenced block of its output; cycle 2 approves.
+    configure(
+        &repo,
+        &["a"],
+        1,
+        "",
+        "if [ \"$NIGHTSHIFT_REVIEW_CYCLE\" = 1 ]; then\n\
+         printf 'Some thoughts.\\n```json\\n{\"verdict\": \"request_changes\", \"reason\": \"needs a newline\", \"findings\": [{\"severity\": \"medium\", \"file\": \"done/a\", \"line\": 1, \"text\": \"add a trailing comment\"}]}\\n```\\n'\n\
+         else\n  verdict '{\"verdict\": \"approve\", \"reason\": \"fixed\"}'\nfi\n",
+    );
+    let out = repo.run(&["run"]);
+    assert_eq!(out.status.code(), Some(10), "{}", text(&out));
+    assert_eq!(repo.shipped_items(), ["a"]);
+    assert_eq!(reviews(&repo), ["review a 1 1", "review a 1 2"]);
+    assert_eq!(
+        decisions(&repo),
+        [("repair".into(), None), ("approve".into(), None)]
+    );
+    // The repair iteration (2) ran in the same attempt, told the findings.
+    let run = repo.status_json()["run"]["id"].as_str().unwrap().to_owned();
+    let prompt = std::fs::read_to_string(
+        repo.root
+            .join(format!(".nightshift/logs/{run}/a-a1-i2.prompt.md")),
+    )
+    .unwrap();
+    assert!(
+        prompt.contains("- [medium] done/a:1: add a trailing comment"),
+        "{prompt}"
+    );
+    repo.assert_clean_end();
+}
+
+#[test]
+fn review_cycles_exhausted_park_the_item_with_its_branch_kept() {
+    let repo = Repo::new(&project());
+    repo.agent("a", &solves("a"));
+    configure(
+        &repo,
+        &["a"],
+        1,
+        "max_review_cycles = 2\n",
+        r#"verdict '{"verdict": "request_changes", "reason": "never happy", "findings": [{"severity": "low", "text": "rename it"}]}'"#,
+    );
+    let out = repo.run(&["run"]);
+    // Parked with one attempt: the next pass gives it one more, which is parked the same way.
+    assert_eq!(out.status.code(), Some(11), "{}", text(&out));
+    assert_eq!(repo.item_state("a"), "parked");
+    assert!(repo.shipped_items().is_empty());
+    let d = decisions(&repo);
+    assert_eq!(&d[..2], [("repair".into(), None), ("park".into(), None)]);
+    assert!(
+        repo.git(&["branch", "--list", "nightshift/a/1"])
+            .contains("nightshift/a/1"),
+        "the branch is kept"
+    );
+    repo.assert_clean_end();
+}
+
+/// A review that never answers, under a short `[review] timeout`.
+const HANGS_ON_REVIEW: &str = "if [ \"$NIGHTSHIFT_REVIEW\" = debt ]; then\n  verdict '{\"verdict\": \"approve\", \"reason\": \"ok later\"}'\n  exit 0\nfi\nexec sleep 600\n";
+
+#[test]
+fn review_timeout_retry_reviews_again_then_escalates() {
+    let repo = Repo::new(&project());
+    repo.agent("a", &solves("a"));
+    configure(
+        &repo,
+        &["a"],
+        1,
+        "max_review_cycles = 2\ntimeout = \"1s\"\non_timeout = \"retry\"\n",
+        HANGS_ON_REVIEW,
+    );
+    let out = repo.run(&["run"]);
+    assert_eq!(out.status.code(), Some(16), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("escalation_pending"),
+        "{}",
+        text(&out)
+    );
+    assert_eq!(reviews(&repo), ["review a 1 1", "review a 1 2"]);
+    assert_eq!(
+        decisions(&repo),
+        [("retry".into(), None), ("escalate".into(), None)]
+    );
+    assert_eq!(repo.item_state("a"), "escalated");
+    assert!(
+        attention(&repo).contains("a: escalated"),
+        "{}",
+        attention(&repo)
+    );
+    repo.assert_clean_end();
+}
+
+#[test]
+fn review_timeout_salvage_ships_the_checked_work_and_the_debt_is_reviewed_later() {
+    let repo = Repo::new(&project());
+    repo.agent("a", &solves("a"));
+    configure(
+        &repo,
+        &["a"],
+        1,
+        "timeout = \"1s\"\non_timeout = \"salvage-if-done\"\n",
+        HANGS_ON_REVIEW,
+    );
+    let out = repo.run(&["run"]);
+    assert_eq!(out.status.code(), Some(10), "{}", text(&out));
+    assert_eq!(repo.shipped_items(), ["a"]);
+    assert_eq!(decisions(&repo), [("ship_with_debt".into(), None)]);
+    assert_eq!(reviews(&repo), ["review a 1 1", "debt a 1 1"]);
+    assert_eq!(debts(&repo), [("a".into(), "paid".into())]);
+    repo.assert_clean_end();
+}
+
+#[test]
+fn review_timeout_defer_parks_the_item_with_its_branch_kept() {
+    let repo = Repo::new(&project());
+    repo.agent("a", &solves("a"));
+    configure(
+        &repo,
+        &["a"],
+        1,
+        "timeout = \"1s\"\non_timeout = \"defer\"\n",
+        HANGS_ON_REVIEW,
+    );
+    let out = repo.run(&["run"]);
+    assert_eq!(out.status.code(), Some(11), "{}", text(&out));
+    assert_eq!(repo.item_state("a"), "parked");
+    assert_eq!(decisions(&repo)[0], ("defer".into(), None));
+    assert!(repo.shipped_items().is_empty());
+    assert!(debts(&repo).is_empty());
+    repo.assert_clean_end();
+}
+
+#[test]
+fn seed_000_a_dirty_tree_escalation_on_green_work_ships_with_debt_paid_in_the_same_run() {
+    let repo = Repo::new(&project());
+    repo.agent("a", &solves("a"));
+    repo.agent("b", &solves("b"));
+    configure(
+        &repo,
+        &["a", "b"],
+        1,
+        "",
+        &format!(
+            "if [ \"$NIGHTSHIFT_REVIEW\" = debt ] || [ \"$NIGHTSHIFT_ITEM\" = b ]; then\n  {APPROVE}\nelse\n  {DIRTY_TREE_ESCALATION}\nfi\n"
+        ),
+    );
+    let out = repo.run(&["run"]);
+    assert_eq!(out.status.code(), Some(10), "{}", text(&out));
+    assert_eq!(repo.shipped_items(), ["a", "b"]);
+    assert_eq!(
+        decisions(&repo),
+        [
+            ("ship_with_debt".into(), Some("false_positive".into())),
+            ("approve".into(), None)
+        ]
+    );
+    // The debt is paid at the next opportunity: before item b starts.
+    assert_eq!(
+        reviews(&repo),
+        ["review a 1 1", "debt a 1 1", "review b 1 1"]
+    );
+    assert_eq!(debts(&repo), [("a".into(), "paid".into())]);
+    assert!(
+        !attention(&repo).contains("escalated"),
+        "no person was woken"
+    );
+    repo.assert_clean_end();
+}
+
+#[test]
+fn a_really_dirty_tree_is_mechanical_fixed_and_reviewed_again() {
+    let repo = Repo::new(&project());
+    repo.agent("a", &solves("a"));
+    // The first reviewer leaves a file behind and objects to it; the tree is put back to the
+    // checked commit and the second review approves.
+    configure(
+        &repo,
+        &["a"],
+        1,
+        "",
+        &format!(
+            "if [ \"$NIGHTSHIFT_REVIEW_CYCLE\" = 1 ]; then\n  echo junk > review-notes.txt\n  {DIRTY_TREE_ESCALATION}\nelse\n  test ! -e review-notes.txt && {APPROVE}\nfi\n"
+        ),
+    );
+    let out = repo.run(&["run"]);
+    assert_eq!(out.status.code(), Some(10), "{}", text(&out));
+    assert_eq!(
+        decisions(&repo),
+        [
+            ("fix".into(), Some("mechanical".into())),
+            ("approve".into(), None)
+        ]
+    );
+    assert!(debts(&repo).is_empty());
+    assert!(
+        !repo
+            .git(&["show", "--stat", "--format=", "main"])
+            .contains("review-notes"),
+        "nothing the reviewer wrote ships"
+    );
+    repo.assert_clean_end();
+}
+
+#[test]
+fn a_high_severity_debt_review_reopens_the_item_on_top_of_the_shipped_code_and_alerts() {
+    let repo = Repo::new(&project());
+    // Every session changes something, so the reopened attempt has work of its own.
+    repo.agent(
+        "a",
+        &format!("{}append done/fixes <<EOF\nfixed\nEOF\n", solves("a")),
+    );
+    configure(
+        &repo,
+        &["a"],
+        1,
+        "",
+        &format!(
+            "if [ \"$NIGHTSHIFT_REVIEW\" = debt ]; then\n  verdict '{{\"verdict\": \"request_changes\", \"reason\": \"unsafe\", \"findings\": [{{\"severity\": \"high\", \"file\": \"done/a\", \"line\": 1, \"text\": \"the token is compared in variable time\"}}]}}'\nelif [ \"$NIGHTSHIFT_ATTEMPT\" = 1 ]; then\n  {DIRTY_TREE_ESCALATION}\nelse\n  {APPROVE}\nfi\n"
+        ),
+    );
+    let out = repo.run(&["run"]);
+    assert_eq!(out.status.code(), Some(10), "{}", text(&out));
+    assert_eq!(
+        reviews(&repo),
+        ["review a 1 1", "debt a 1 1", "review a 2 1"]
+    );
+    assert_eq!(debts(&repo), [("a".into(), "reopened".into())]);
+    assert!(
+        attention(&repo).contains("a: the review it shipped without found a problem"),
+        "{}",
+        attention(&repo)
+    );
+    // Attempt 2 started on top of the shipped code, told the findings.
+    let store = repo.store();
+    let run = store.latest_run().unwrap().unwrap().id;
+    let attempts = store.attempts(&run).unwrap();
+    assert_eq!(attempts.len(), 2);
+    let shipped_first = events(&repo)
+        .into_iter()
+        .find_map(|k| match k {
+            EventKind::Integrated {
+                commit, attempt: 1, ..
+            } => Some(commit),
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(attempts[1].base, shipped_first);
+    let prompt = std::fs::read_to_string(
+        repo.root
+            .join(format!(".nightshift/logs/{run}/a-a2-i1.prompt.md")),
+    )
+    .unwrap();
+    assert!(
+        prompt.contains("the token is compared in variable time"),
+        "{prompt}"
+    );
+    assert_eq!(repo.item_state("a"), "shipped");
+    repo.assert_clean_end();
+}
+
+#[test]
+fn a_debt_that_cannot_be_paid_keeps_the_run_from_exiting_10() {
+    let repo = Repo::new(&project());
+    repo.agent("a", &solves("a"));
+    // The debt reviewer never gives a readable verdict.
+    configure(
+        &repo,
+        &["a"],
+        1,
+        "max_review_cycles = 2\n",
+        &format!(
+            "if [ \"$NIGHTSHIFT_REVIEW\" = debt ]; then\n  echo 'looks fine to me'\nelse\n  {DIRTY_TREE_ESCALATION}\nfi\n"
+        ),
+    );
+    let out = repo.run(&["run"]);
+    assert_eq!(out.status.code(), Some(11), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("debt_outstanding"),
+        "{}",
+        text(&out)
+    );
+    assert_eq!(repo.shipped_items(), ["a"]);
+    assert_eq!(reviews(&repo), ["review a 1 1", "debt a 1 1", "debt a 1 2"]);
+    assert_eq!(debts(&repo), [("a".into(), "open".into())]);
+    repo.assert_clean_end();
+}
