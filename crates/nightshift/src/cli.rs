@@ -30,6 +30,11 @@ pub enum Command {
     Clean(CleanArgs),
     /// Stop the running run at a safe point, its work preserved; `nightshift run` resumes it.
     Stop(StopArgs),
+    /// Ship an escalated or parked item's kept work (check re-run on the merged result; no new
+    /// session); a review debt is recorded.
+    Accept(AcceptArgs),
+    /// Record that an operator did what an `awaiting_operator` item asked, and ship it.
+    Confirm(AcceptArgs),
 }
 
 /// Where to find the repository.
@@ -121,4 +126,12 @@ pub struct StopArgs {
     /// Let the step in flight (a session, a check) finish first.
     #[arg(long)]
     pub graceful: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct AcceptArgs {
+    #[command(flatten)]
+    pub repo: RepoArgs,
+    /// The item to ship.
+    pub item: String,
 }

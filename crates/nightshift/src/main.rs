@@ -45,6 +45,8 @@ fn main() -> ExitCode {
         Command::Restore(args) => commands::restore::run(&args),
         Command::Clean(args) => commands::clean::run(&args),
         Command::Stop(args) => commands::stop::run(&args),
+        Command::Accept(args) => commands::accept::run(&args),
+        Command::Confirm(args) => commands::confirm::run(&args),
     };
     match result {
         Ok(code) => exit(code),

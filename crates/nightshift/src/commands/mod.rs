@@ -1,6 +1,8 @@
 //! One module per command.
 
+pub mod accept;
 pub mod clean;
+pub mod confirm;
 pub mod demo;
 pub mod init;
 pub mod log;

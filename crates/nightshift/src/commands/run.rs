@@ -50,6 +50,7 @@ pub fn run(args: &RunArgs) -> CommandResult {
         && let Some(run) = store.run(&summary.run_id)?
     {
         print!("{}", render::summary(&run, &summary.items));
+        print!("{}", render::debts(&store.debts()?));
     }
     Ok(summary.halt.class().code())
 }

@@ -391,3 +391,184 @@ fn a_debt_that_cannot_be_paid_keeps_the_run_from_exiting_10() {
     assert_eq!(debts(&repo), [("a".into(), "open".into())]);
     repo.assert_clean_end();
 }
+
+/// Real doubt (an objection about the work itself) with no second opinion configured.
+const REAL_DOUBT: &str = r#"verdict '{"verdict": "escalate", "reason": "unsure", "findings": [{"severity": "medium", "file": "done/a", "text": "is this the intended value?"}]}'"#;
+
+fn dev_sessions(repo: &Repo) -> usize {
+    std::fs::read_to_string(repo.agent_dir.join("dev.log"))
+        .unwrap_or_default()
+        .lines()
+        .count()
+}
+
+fn escalated_item(repo: &Repo) {
+    repo.agent(
+        "a",
+        &format!(
+            "{}record {}\n",
+            solves("a"),
+            repo.agent_dir.join("dev.log").display()
+        ),
+    );
+    configure(
+        repo,
+        &["a"],
+        1,
+        "",
+        &format!(
+            "if [ \"$NIGHTSHIFT_REVIEW\" = debt ]; then\n  {APPROVE}\nelse\n  {REAL_DOUBT}\nfi\n"
+        ),
+    );
+    let out = repo.run(&["run"]);
+    assert_eq!(out.status.code(), Some(16), "{}", text(&out));
+    assert_eq!(repo.item_state("a"), "escalated");
+    assert_eq!(
+        decisions(repo),
+        [("escalate".into(), Some("real_doubt".into()))]
+    );
+    assert_eq!(dev_sessions(repo), 1);
+}
+
+#[test]
+fn accept_integrates_the_kept_branch_without_a_new_session_and_the_next_run_pays_the_debt() {
+    let repo = Repo::new(&project());
+    escalated_item(&repo);
+    assert!(repo.shipped_items().is_empty());
+
+    let out = repo.run(&["accept", "a"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("review debt recorded"),
+        "{}",
+        text(&out)
+    );
+    assert_eq!(repo.shipped_items(), ["a"]);
+    assert_eq!(repo.item_state("a"), "shipped");
+    assert_eq!(dev_sessions(&repo), 1, "no new dev session");
+    assert_eq!(debts(&repo), [("a".into(), "open".into())]);
+    assert_eq!(repo.status_json()["debts"][0]["item"], "a");
+    repo.assert_clean_end();
+
+    // The next run reviews the debt before anything else, and exits 10 once it is paid.
+    let out = repo.run(&["run"]);
+    assert_eq!(out.status.code(), Some(10), "{}", text(&out));
+    assert_eq!(debts(&repo), [("a".into(), "paid".into())]);
+    assert_eq!(
+        reviews(&repo).last().map(String::as_str),
+        Some("debt a 1 1")
+    );
+    assert_eq!(dev_sessions(&repo), 1);
+    repo.assert_clean_end();
+}
+
+#[test]
+fn accept_moves_nothing_when_the_check_is_red_on_the_merged_result() {
+    let repo = Repo::new(&project());
+    escalated_item(&repo);
+    // Meanwhile the target's check changes so that the kept work no longer passes on it.
+    repo.write(
+        "check.sh",
+        "#!/bin/sh\n[ -e extra ] || { echo 'FAIL: extra is missing'; exit 1; }\n[ \"$(cat done/$1 2>/dev/null)\" = ok ] || exit 1\n",
+    );
+    repo.git(&["commit", "-q", "-am", "stricter check"]);
+    let before = repo.git(&["rev-parse", "main"]);
+
+    let out = repo.run(&["accept", "a"]);
+    assert_eq!(out.status.code(), Some(16), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("check is red"),
+        "{}",
+        text(&out)
+    );
+    assert_eq!(repo.git(&["rev-parse", "main"]), before, "nothing moved");
+    assert_eq!(repo.item_state("a"), "escalated");
+    assert!(debts(&repo).is_empty());
+    assert!(
+        repo.git(&["branch", "--list", "nightshift/a/1"])
+            .contains("nightshift/a/1"),
+        "the kept branch is still there"
+    );
+    repo.assert_clean_end();
+}
+
+#[test]
+fn accept_refuses_while_a_run_holds_the_lock_and_on_an_item_that_is_not_escalated() {
+    let repo = Repo::new(&project());
+    escalated_item(&repo);
+    {
+        let _lock = nightshift_core::store::RunLock::acquire(
+            &repo.root.join(".nightshift/lock"),
+            "pid 1 test",
+        )
+        .unwrap();
+        let out = repo.run(&["accept", "a"]);
+        assert_eq!(out.status.code(), Some(30), "{}", text(&out));
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("run_locked"),
+            "{}",
+            text(&out)
+        );
+    }
+    let out = repo.run(&["confirm", "a"]);
+    assert_eq!(out.status.code(), Some(20), "{}", text(&out));
+    let out = repo.run(&["accept", "nope"]);
+    assert_eq!(out.status.code(), Some(20), "{}", text(&out));
+    assert_eq!(repo.item_state("a"), "escalated");
+}
+
+#[test]
+fn awaiting_operator_parks_without_stopping_the_run_and_confirm_ships_it() {
+    let repo = Repo::new(&project());
+    let dev = repo.agent_dir.join("dev.sh");
+    std::fs::write(
+        &dev,
+        "mkdir -p done\necho ok > done/$NIGHTSHIFT_ITEM\n\
+         if [ \"$NIGHTSHIFT_ITEM\" = a ]; then\n  echo '[\"add the DNS record a.example.com\"]' > \"$NIGHTSHIFT_OPERATOR_FILE\"\nfi\n",
+    )
+    .unwrap();
+    let config = plan(&repo, &["a", "b"], 1, 1).replacen(
+        &repo.agent_table(),
+        &format!(
+            "[agent]\nkind = \"command\"\ncommand = [\"sh\", \"{}\"]\n",
+            dev.display()
+        ),
+        1,
+    );
+    repo.configure(&config);
+    let out = repo.run(&["run"]);
+    assert_eq!(out.status.code(), Some(16), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("awaiting_operator"),
+        "{}",
+        text(&out)
+    );
+    assert_eq!(repo.item_state("a"), "awaiting_operator");
+    assert_eq!(repo.shipped_items(), ["b"], "the run went on");
+    assert!(
+        attention(&repo).contains("add the DNS record a.example.com"),
+        "{}",
+        attention(&repo)
+    );
+    let status = repo.status_json();
+    let a = status["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|i| i["id"] == "a")
+        .unwrap()
+        .clone();
+    assert_eq!(a["operator_actions"][0], "add the DNS record a.example.com");
+
+    let out = repo.run(&["confirm", "a"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("confirmed: add the DNS record"),
+        "{}",
+        text(&out)
+    );
+    assert_eq!(repo.shipped_items(), ["b", "a"]);
+    assert_eq!(repo.item_state("a"), "shipped");
+    assert!(debts(&repo).is_empty(), "no review was configured");
+    repo.assert_clean_end();
+}
