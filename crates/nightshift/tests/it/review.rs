@@ -572,3 +572,135 @@ fn awaiting_operator_parks_without_stopping_the_run_and_confirm_ships_it() {
     assert!(debts(&repo).is_empty(), "no review was configured");
     repo.assert_clean_end();
 }
+
+#[test]
+fn real_doubt_goes_to_a_second_opinion_which_decides() {
+    let repo = Repo::new(&project());
+    repo.agent("a", &solves("a"));
+    repo.agent("b", &solves("b"));
+    let second = repo.agent_dir.join("second.sh");
+    // The second opinion approves a, and escalates b.
+    std::fs::write(
+        &second,
+        format!(
+            "echo \"second $NIGHTSHIFT_ITEM\" >> {}\nif [ \"$NIGHTSHIFT_ITEM\" = a ]; then v=approve; else v=escalate; fi\n\
+             printf '{{\"verdict\": \"%s\", \"reason\": \"second look\"}}\\n' $v > \"$NIGHTSHIFT_VERDICT_FILE\"\n",
+            repo.agent_dir.join("reviews.log").display()
+        ),
+    )
+    .unwrap();
+    configure(
+        &repo,
+        &["a", "b"],
+        1,
+        &format!(
+            "\n[agent.second_opinion]\ncommand = [\"sh\", \"{}\"]\n",
+            second.display()
+        ),
+        REAL_DOUBT,
+    );
+    let out = repo.run(&["run"]);
+    assert_eq!(out.status.code(), Some(16), "{}", text(&out));
+    assert_eq!(repo.shipped_items(), ["a"]);
+    assert_eq!(repo.item_state("b"), "escalated");
+    assert_eq!(
+        reviews(&repo),
+        ["review a 1 1", "second a", "review b 1 1", "second b"]
+    );
+    assert_eq!(
+        decisions(&repo),
+        [
+            ("second_opinion".into(), Some("real_doubt".into())),
+            ("approve".into(), None),
+            ("second_opinion".into(), Some("real_doubt".into())),
+            ("escalate".into(), None),
+        ]
+    );
+    assert!(debts(&repo).is_empty(), "reviewed twice is not debt");
+    repo.assert_clean_end();
+}
+
+#[test]
+fn risky_reviews_only_diffs_touching_risky_paths() {
+    let repo = Repo::new(&project());
+    repo.agent("a", &solves("a"));
+    repo.agent(
+        "b",
+        &format!(
+            "{}write auth/token.rs <<EOF\nfn check() {{}}\nEOF\n",
+            solves("b")
+        ),
+    );
+    configure(
+        &repo,
+        &["a", "b"],
+        1,
+        "risky_paths = [\"auth/**\"]\n",
+        APPROVE,
+    );
+    let config = std::fs::read_to_string(repo.root.join("nightshift.toml"))
+        .unwrap()
+        .replace("when = \"always\"", "when = \"risky\"");
+    repo.configure(&config);
+    let out = repo.run(&["run"]);
+    assert_eq!(out.status.code(), Some(10), "{}", text(&out));
+    assert_eq!(repo.shipped_items(), ["a", "b"]);
+    assert_eq!(reviews(&repo), ["review b 1 1"], "only b touched auth/");
+    repo.assert_clean_end();
+}
+
+#[test]
+fn a_malformed_verdict_is_not_an_approval() {
+    let repo = Repo::new(&project());
+    repo.agent("a", &solves("a"));
+    configure(
+        &repo,
+        &["a"],
+        1,
+        "max_review_cycles = 2\n",
+        "verdict '{\"verdict\": \"lgtm\"}'\n",
+    );
+    let out = repo.run(&["run"]);
+    assert_eq!(out.status.code(), Some(16), "{}", text(&out));
+    assert!(repo.shipped_items().is_empty());
+    assert_eq!(
+        decisions(&repo),
+        [("retry".into(), None), ("escalate".into(), None)]
+    );
+    repo.assert_clean_end();
+}
+
+#[test]
+fn a_kill_during_the_review_phase_resumes_to_the_same_verdict() {
+    use std::os::unix::process::ExitStatusExt;
+    for point in [
+        "review_started",
+        "review_ended",
+        "review_decided",
+        "debt_review_started",
+        "debt_settled",
+    ] {
+        let repo = Repo::new(&project());
+        repo.agent("a", &solves("a"));
+        configure(
+            &repo,
+            &["a"],
+            1,
+            "",
+            &format!(
+                "if [ \"$NIGHTSHIFT_REVIEW\" = debt ]; then\n  {APPROVE}\nelse\n  {DIRTY_TREE_ESCALATION}\nfi\n"
+            ),
+        );
+        let out = repo
+            .cmd(&["run"])
+            .env(nightshift_core::failpoint::ENV, point)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.signal(), Some(9), "{point}: {}", text(&out));
+        let out = repo.run(&["run"]);
+        assert_eq!(out.status.code(), Some(10), "{point}: {}", text(&out));
+        assert_eq!(repo.shipped_items(), ["a"], "{point}: shipped once");
+        assert_eq!(debts(&repo), [("a".into(), "paid".into())], "{point}");
+        repo.assert_clean_end();
+    }
+}
