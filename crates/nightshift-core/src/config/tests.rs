@@ -222,8 +222,17 @@ fn template_with_its_commented_keys_enabled_still_parses() -> TestResult {
         .replace(
             "# check = \"sh check.sh example\"",
             "check = \"sh check.sh example\"",
-        );
+        )
+        .replace("# when = ", "when = ")
+        .replace("# risky_paths = ", "risky_paths = ")
+        .replace("# max_review_cycles = ", "max_review_cycles = ")
+        .replace("# on_timeout = ", "on_timeout = ")
+        .replace("# mechanical = ", "mechanical = ")
+        .replace("# false_positive = ", "false_positive = ")
+        .replace("# real_doubt = ", "real_doubt = ");
     let config = parse(&enabled, FILE_NAME)?;
+    assert_eq!(config.review.review.when, ReviewWhen::Always);
+    assert_eq!(config.review.triage, TriageConfig::default());
     assert_eq!(config.plan, Some(PathBuf::from("TODO.md")));
     assert_eq!(config.integrate.target.as_deref(), Some("main"));
     assert_eq!(
