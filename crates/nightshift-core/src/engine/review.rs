@@ -249,10 +249,8 @@ impl Engine<'_> {
             verdict_file.display().to_string(),
         ));
         let run_id = self.run_id();
-        let session_id = launch::session_uuid(&run_id, r.item, r.attempt, 0, 0)
-            .chars()
-            .rev()
-            .collect::<String>();
+        // A UUID of its own per review session (Claude takes it as `--session-id`).
+        let session_id = launch::session_uuid(&run_id, &r.stem, r.attempt, 0, 0);
         let argv = launch::argv(&launch::Launch {
             agent: r.agent,
             prompt: &r.prompt,
