@@ -348,12 +348,15 @@ impl Store {
         )?)
     }
 
-    /// The run that shipped `item`, if any finished or running run did.
+    /// The run that shipped `item`, if any finished or running run did (a shipment whose debt
+    /// review reopened the item does not count).
     pub fn shipped_by(&self, item: &str) -> Result<Option<String>, StoreError> {
         Ok(self
             .conn
             .query_row(
                 "SELECT run_id FROM items WHERE id = ?1 AND state = 'shipped' AND shipped_commit IS NOT NULL
+                   AND NOT EXISTS (SELECT 1 FROM debts d WHERE d.item = items.id AND d.state = 'reopened'
+                                   AND d.commit_id = items.shipped_commit)
                  ORDER BY rowid DESC LIMIT 1",
                 [item],
                 |r| r.get(0),

@@ -704,3 +704,32 @@ fn a_kill_during_the_review_phase_resumes_to_the_same_verdict() {
         repo.assert_clean_end();
     }
 }
+
+#[test]
+fn a_reopened_item_that_does_not_ship_again_is_worked_by_the_next_run() {
+    let repo = Repo::new(&project());
+    // The agent's work is already on the target after the first ship: later attempts change
+    // nothing, so the reopened item cannot ship again in this run.
+    repo.agent("a", &solves("a"));
+    configure(
+        &repo,
+        &["a"],
+        1,
+        "",
+        &format!(
+            "if [ \"$NIGHTSHIFT_REVIEW\" = debt ]; then\n  verdict '{{\"verdict\": \"escalate\", \"reason\": \"unsafe\"}}'\nelse\n  {DIRTY_TREE_ESCALATION}\nfi\n"
+        ),
+    );
+    let out = repo.run(&["run"]);
+    assert_eq!(out.status.code(), Some(11), "{}", text(&out));
+    assert_eq!(debts(&repo), [("a".into(), "reopened".into())]);
+    assert_eq!(repo.item_state("a"), "parked");
+
+    // The next run does not take the reopened shipment for a finished item.
+    let out = repo.run(&["run"]);
+    assert_eq!(out.status.code(), Some(11), "{}", text(&out));
+    let status = repo.status_json();
+    assert_eq!(status["items"][0]["state"], "parked");
+    assert!(status["items"][0]["attempts"].as_u64().unwrap() >= 1);
+    repo.assert_clean_end();
+}
