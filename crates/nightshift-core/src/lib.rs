@@ -7,6 +7,7 @@
 //! [`check`] runs the oracle, [`workspace`] knows where things live on disk, [`halt`] is the
 //! loop contract (halt reasons and exit classes).
 
+pub mod accept;
 pub mod agent;
 pub mod check;
 pub mod clean;
@@ -28,5 +29,6 @@ pub mod session;
 pub mod stop;
 pub mod store;
 pub mod supervise;
+pub mod verdict;
 pub mod wake;
 pub mod workspace;

@@ -59,6 +59,11 @@ pub enum Command {
     Engine(EngineArgs),
     /// Why an item's attempts ended, and whether raising a limit and retrying is rational.
     Explain(ExplainArgs),
+    /// Ship an escalated or parked item's kept work (check re-run on the merged result; no new
+    /// session); a review debt is recorded.
+    Accept(AcceptArgs),
+    /// Record that an operator did what an `awaiting_operator` item asked, and ship it.
+    Confirm(AcceptArgs),
 }
 
 /// Where to find the repository.
@@ -366,4 +371,12 @@ pub struct ExplainArgs {
     /// Print the JSON Schema of `--json` output.
     #[arg(long, hide = true)]
     pub json_schema: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct AcceptArgs {
+    #[command(flatten)]
+    pub repo: RepoArgs,
+    /// The item to ship.
+    pub item: String,
 }

@@ -4,7 +4,7 @@
 use schemars::JsonSchema;
 use serde::Serialize;
 
-use nightshift_core::store::{ItemRow, RunRow};
+use nightshift_core::store::{DebtRow, ItemRow, RunRow};
 
 /// The version of the `status --json` shape.
 pub const STATUS_VERSION: u32 = 1;
@@ -24,6 +24,26 @@ pub struct Status {
     pub run: Option<RunStatus>,
     /// The latest run's items in plan order.
     pub items: Vec<ItemStatus>,
+    /// Review debts not yet paid (any run): work shipped without its review. While one is open
+    /// a run never exits 10.
+    pub debts: Vec<DebtStatus>,
+}
+
+/// Work shipped without its review; reviewed review-only at the next opportunity.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct DebtStatus {
+    pub item: String,
+    pub attempt: u32,
+    /// The run that shipped it.
+    pub run_id: String,
+    /// The commit on the target that owes the review.
+    pub commit: String,
+    /// Why it shipped without its review.
+    pub reason: String,
+    /// `open` (the only state listed here for now).
+    pub state: String,
+    /// Debt reviews tried by the run that last tried.
+    pub tries: u32,
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
@@ -69,10 +89,12 @@ pub struct ItemStatus {
     pub preserve_ref: Option<String>,
     /// The commit on the target, when shipped.
     pub commit: Option<String>,
+    /// For `awaiting_operator`: what only a person can do (`nightshift confirm ITEM` after).
+    pub operator_actions: Vec<String>,
 }
 
 impl Status {
-    pub fn new(run: Option<&RunRow>, items: &[ItemRow]) -> Status {
+    pub fn new(run: Option<&RunRow>, items: &[ItemRow], debts: &[DebtRow]) -> Status {
         let run = run.map(|r| {
             let mut counts = Counts::default();
             for i in items {
@@ -112,6 +134,26 @@ impl Status {
                     reason: i.reason.clone(),
                     preserve_ref: i.preserve_ref.clone(),
                     commit: i.shipped_commit.clone(),
+                    operator_actions: i
+                        .operator_actions
+                        .as_deref()
+                        .unwrap_or_default()
+                        .lines()
+                        .map(str::to_owned)
+                        .collect(),
+                })
+                .collect(),
+            debts: debts
+                .iter()
+                .filter(|d| d.is_open())
+                .map(|d| DebtStatus {
+                    item: d.item.clone(),
+                    attempt: d.attempt,
+                    run_id: d.run_id.clone(),
+                    commit: d.commit.clone(),
+                    reason: d.reason.clone(),
+                    state: d.state.clone(),
+                    tries: d.tries,
                 })
                 .collect(),
         }

@@ -59,6 +59,8 @@ fn main() -> ExitCode {
         Command::Service(args) => commands::service::run(&args),
         Command::Engine(args) => commands::engine::run(&args),
         Command::Explain(args) => commands::explain::run(&args),
+        Command::Accept(args) => commands::accept::run(&args),
+        Command::Confirm(args) => commands::confirm::run(&args),
     };
     match result {
         Ok(code) => exit(code),

@@ -2,7 +2,7 @@
 
 use std::fmt::Write as _;
 
-use nightshift_core::store::{CheckStage, Event, EventKind, ItemRow, Outcome, RunRow};
+use nightshift_core::store::{CheckStage, DebtRow, Event, EventKind, ItemRow, Outcome, RunRow};
 
 /// A one-line description of a journal event, or `None` for bookkeeping not worth a line.
 pub fn event_line(event: &Event) -> Option<String> {
@@ -130,6 +130,55 @@ pub fn event_line(event: &Event) -> Option<String> {
             class,
             detail,
         } => format!("warning: {class} gate `{gate}` (log mode): {detail}"),
+        EventKind::ReviewEnded {
+            item,
+            cycle,
+            reviewer,
+            outcome,
+            verdict,
+            error,
+            ..
+        } => match verdict {
+            Some(v) => format!(
+                "{item}:   {} {cycle}: {} ({} finding{})",
+                reviewer.replace('_', " "),
+                v.verdict.as_str(),
+                v.findings.len(),
+                plural(v.findings.len())
+            ),
+            None => format!(
+                "{item}:   {} {cycle}: no verdict ({}): {}",
+                reviewer.replace('_', " "),
+                outcome_text(*outcome, None),
+                error.as_deref().unwrap_or("")
+            ),
+        },
+        EventKind::ReviewDecided {
+            item,
+            action,
+            class,
+            why,
+            ..
+        } => format!(
+            "{item}:   review → {action}{}: {why}",
+            class
+                .as_ref()
+                .map(|c| format!(" ({c})"))
+                .unwrap_or_default()
+        ),
+        EventKind::DebtSettled {
+            item, outcome, why, ..
+        } => format!("{item}: review debt {outcome}: {why}"),
+        EventKind::Accepted {
+            item,
+            commit,
+            confirmed,
+            ..
+        } => format!(
+            "{item}: shipped {} ({})",
+            short(commit),
+            if *confirmed { "confirmed" } else { "accepted" }
+        ),
         EventKind::RunFinished {
             halt_reason,
             exit_code,
@@ -188,6 +237,30 @@ pub fn status(run: &RunRow, items: &[ItemRow]) -> String {
             i.attempts,
             plural(i.attempts as usize)
         );
+    }
+    out
+}
+
+/// Open review debts, one line each (empty when there are none).
+pub fn debts(debts: &[DebtRow]) -> String {
+    let mut out = String::new();
+    let open: Vec<_> = debts.iter().filter(|d| d.is_open()).collect();
+    if !open.is_empty() {
+        let _ = writeln!(
+            out,
+            "review debt ({}): the next run reviews it before new work",
+            open.len()
+        );
+        for d in open {
+            let _ = writeln!(
+                out,
+                "  {} attempt {}  {}  {}",
+                d.item,
+                d.attempt,
+                short(&d.commit),
+                d.reason
+            );
+        }
     }
     out
 }

@@ -27,6 +27,7 @@ mod duration;
 mod error;
 mod notify;
 mod raw;
+mod review;
 mod template;
 
 use std::fmt;
@@ -39,6 +40,11 @@ pub use error::{ConfigError, SourceError};
 pub use notify::{
     AlertConfig, CommandChannelConfig, DEFAULT_COMMAND_TIMEOUT, DEFAULT_NO_SHIP_HOURS,
     NotifyConfig, WebhookConfig, WebhookFormat,
+};
+
+pub use review::{
+    DEFAULT_MAX_REVIEW_CYCLES, DEFAULT_RISKY_LINES, OnTimeout, ReviewConfig, ReviewSetup,
+    ReviewWhen, TriageAction, TriageConfig,
 };
 pub use template::template;
 
@@ -97,6 +103,8 @@ pub struct Config {
     pub notify: NotifyConfig,
     /// When alerts are raised (`[alert]`).
     pub alert: AlertConfig,
+    /// `[review]`, `[triage]`, `[agent.review]` and `[agent.second_opinion]`.
+    pub review: ReviewSetup,
 }
 
 /// Which agent adapter runs a session.

@@ -9,9 +9,10 @@ use toml::Spanned;
 
 use super::{
     AgentConfig, AgentKind, BudgetLimits, BudgetMode, CheckConfig, Config, DEFAULT_CHECK_TIMEOUT,
-    DEFAULT_MAX_ATTEMPTS, DEFAULT_MAX_ITERATIONS, DEFAULT_NO_PROGRESS_AFTER, Done, GuardConfig,
-    IntegrateConfig, ItemConfig, Limits, OutputFormat, SessionLimits, SourceError, Strategy,
-    parse_duration,
+    DEFAULT_MAX_ATTEMPTS, DEFAULT_MAX_ITERATIONS, DEFAULT_MAX_REVIEW_CYCLES,
+    DEFAULT_NO_PROGRESS_AFTER, Done, GuardConfig, IntegrateConfig, ItemConfig, Limits, OnTimeout,
+    OutputFormat, ReviewConfig, ReviewSetup, ReviewWhen, SessionLimits, SourceError, Strategy,
+    TriageAction, TriageConfig, parse_duration,
 };
 use super::{
     AlertConfig, CommandChannelConfig, DEFAULT_COMMAND_TIMEOUT, DEFAULT_NO_SHIP_HOURS,
@@ -38,6 +39,8 @@ struct RawConfig {
     guards: Option<RawGuards>,
     gates: Option<std::collections::BTreeMap<Spanned<String>, Spanned<String>>>,
     run: Option<RawRun>,
+    review: Option<RawReview>,
+    triage: Option<RawTriage>,
     item: Option<Vec<Spanned<RawItem>>>,
     notify: Option<RawNotify>,
     alert: Option<RawAlert>,
@@ -79,6 +82,26 @@ struct RawRun {
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
+struct RawReview {
+    when: Option<Spanned<String>>,
+    risky_paths: Option<Vec<Spanned<String>>>,
+    risky_lines: Option<Spanned<u32>>,
+    max_review_cycles: Option<Spanned<u32>>,
+    on_timeout: Option<Spanned<String>>,
+    timeout: Option<Spanned<String>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawTriage {
+    mechanical: Option<Spanned<String>>,
+    false_positive: Option<Spanned<String>>,
+    real_doubt: Option<Spanned<String>>,
+    no_safe_path: Option<Spanned<String>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
 struct RawWorktree {
     seed: Option<Vec<Spanned<String>>>,
 }
@@ -92,6 +115,10 @@ struct RawAgent {
     model: Option<Spanned<String>>,
     args: Option<Spanned<Vec<String>>>,
     format: Option<Spanned<String>>,
+    /// `[agent.review]`: the reviewer's own agent settings.
+    review: Option<Box<Spanned<RawAgent>>>,
+    /// `[agent.second_opinion]`: the reviewer asked when a review leaves real doubt.
+    second_opinion: Option<Box<Spanned<RawAgent>>>,
 }
 
 #[derive(Deserialize)]
@@ -195,7 +222,8 @@ impl Ctx<'_> {
         error
     }
 
-    fn validate(&self, raw: RawConfig) -> Result<Config, Box<SourceError>> {
+    fn validate(&self, mut raw: RawConfig) -> Result<Config, Box<SourceError>> {
+        let review = self.review_setup(&mut raw)?;
         let agent = self.agent(raw.agent)?;
         let check = self.check(raw.check)?;
         let budget_mode_span = raw
@@ -280,6 +308,7 @@ impl Ctx<'_> {
             items,
             notify,
             alert,
+            review,
         })
     }
 
@@ -1044,4 +1073,148 @@ fn check_url(url: &str) -> Result<(), String> {
         return Err("it has no host, or contains whitespace".into());
     }
     Ok(())
+}
+
+impl Ctx<'_> {
+    /// `[review]`, `[triage]`, and the review agents nested under `[agent]` (taken out of it).
+    fn review_setup(&self, raw: &mut RawConfig) -> Result<ReviewSetup, Box<SourceError>> {
+        let (review_agent, second) = match raw.agent.as_mut() {
+            Some(agent) => {
+                let agent = agent.get_mut();
+                (agent.review.take(), agent.second_opinion.take())
+            }
+            None => (None, None),
+        };
+        let sub = |table: Option<Box<Spanned<RawAgent>>>, name: &str| {
+            let Some(table) = table else {
+                return Ok(None);
+            };
+            let inner = table.get_ref();
+            if inner.review.is_some() || inner.second_opinion.is_some() {
+                return Err(Box::new(self.error(
+                    table.span(),
+                    format!("[agent.{name}] cannot nest another reviewer"),
+                )));
+            }
+            self.agent(Some(*table)).map(Some)
+        };
+        let agent = sub(review_agent, "review")?;
+        let second_opinion = sub(second, "second_opinion")?;
+        let review = self.review(raw.review.take())?;
+        let triage = self.triage(raw.triage.take())?;
+        Ok(ReviewSetup {
+            review,
+            triage,
+            agent,
+            second_opinion,
+        })
+    }
+
+    fn review(&self, raw: Option<RawReview>) -> Result<ReviewConfig, Box<SourceError>> {
+        let Some(raw) = raw else {
+            return Ok(ReviewConfig::default());
+        };
+        let mut review = ReviewConfig::default();
+        if let Some(when) = raw.when {
+            review.when = match when.get_ref().as_str() {
+                "always" => ReviewWhen::Always,
+                "never" => ReviewWhen::Never,
+                "risky" => ReviewWhen::Risky,
+                other => {
+                    return Err(self
+                        .error(when.span(), format!("unknown `when` `{other}` in [review]"))
+                        .with_help("expected `\"always\"`, `\"never\"` or `\"risky\"` (paths matching `risky_paths`, or a diff above `risky_lines`)")
+                        .into());
+                }
+            };
+        }
+        if let Some(on) = raw.on_timeout {
+            review.on_timeout = match on.get_ref().as_str() {
+                "retry" => OnTimeout::Retry,
+                "salvage-if-done" => OnTimeout::SalvageIfDone,
+                "defer" => OnTimeout::Defer,
+                other => {
+                    return Err(self
+                        .error(
+                            on.span(),
+                            format!("unknown `on_timeout` `{other}` in [review]"),
+                        )
+                        .with_help("expected `\"retry\"`, `\"salvage-if-done\"` or `\"defer\"`")
+                        .into());
+                }
+            };
+        }
+        for pattern in raw.risky_paths.unwrap_or_default() {
+            if pattern.get_ref().trim().is_empty() {
+                return Err(self
+                    .error(
+                        pattern.span(),
+                        "an empty pattern in `risky_paths` of [review]",
+                    )
+                    .with_help("give glob patterns over repository paths, like \"auth/**\"")
+                    .into());
+            }
+            review.risky_paths.push(pattern.into_inner());
+        }
+        if let Some(lines) = raw.risky_lines {
+            review.risky_lines = lines.into_inner();
+        }
+        if let Some(cycles) = raw.max_review_cycles {
+            if *cycles.get_ref() == 0 {
+                return Err(self
+                    .error(
+                        cycles.span(),
+                        "`max_review_cycles` in [review] must be at least 1",
+                    )
+                    .with_help(format!("the default is {DEFAULT_MAX_REVIEW_CYCLES}"))
+                    .into());
+            }
+            review.max_review_cycles = cycles.into_inner();
+        }
+        if let Some(timeout) = raw.timeout {
+            review.timeout = Some(parse_duration(timeout.get_ref()).map_err(|reason| {
+                self.error(
+                    timeout.span(),
+                    format!("invalid `timeout` in [review]: {reason}"),
+                )
+            })?);
+        }
+        Ok(review)
+    }
+
+    fn triage(&self, raw: Option<RawTriage>) -> Result<TriageConfig, Box<SourceError>> {
+        let mut triage = TriageConfig::default();
+        let Some(raw) = raw else {
+            return Ok(triage);
+        };
+        let action = |value: Spanned<String>, key: &str| {
+            TriageAction::parse(value.get_ref()).ok_or_else(|| {
+                Box::new(
+                    self.error(value.span(), format!("unknown action `{}` for `{key}` in [triage]", value.get_ref()))
+                        .with_help("expected `\"fix\"`, `\"ship_with_debt\"`, `\"second_opinion\"` or `\"escalate\"`"),
+                )
+            })
+        };
+        if let Some(v) = raw.mechanical {
+            triage.mechanical = action(v, "mechanical")?;
+        }
+        if let Some(v) = raw.false_positive {
+            triage.false_positive = action(v, "false_positive")?;
+        }
+        if let Some(v) = raw.real_doubt {
+            triage.real_doubt = action(v, "real_doubt")?;
+        }
+        if let Some(v) = raw.no_safe_path
+            && v.get_ref() != "escalate"
+        {
+            return Err(self
+                .error(
+                    v.span(),
+                    "`no_safe_path` in [triage] can only be `\"escalate\"`",
+                )
+                .with_help("a problem with no safe path always parks the item and wakes a person")
+                .into());
+        }
+        Ok(triage)
+    }
 }

@@ -102,6 +102,7 @@ fn full_example_parses_with_its_values() -> TestResult {
             }],
             notify: NotifyConfig::default(),
             alert: AlertConfig::default(),
+            review: Default::default(),
         }
     );
     let span = &config.items[0].span;
@@ -229,8 +230,17 @@ fn template_with_its_commented_keys_enabled_still_parses() -> TestResult {
         .replace(
             "# check = \"sh check.sh example\"",
             "check = \"sh check.sh example\"",
-        );
+        )
+        .replace("# when = ", "when = ")
+        .replace("# risky_paths = ", "risky_paths = ")
+        .replace("# max_review_cycles = ", "max_review_cycles = ")
+        .replace("# on_timeout = ", "on_timeout = ")
+        .replace("# mechanical = ", "mechanical = ")
+        .replace("# false_positive = ", "false_positive = ")
+        .replace("# real_doubt = ", "real_doubt = ");
     let config = parse(&enabled, FILE_NAME)?;
+    assert_eq!(config.review.review.when, ReviewWhen::Always);
+    assert_eq!(config.review.triage, TriageConfig::default());
     assert_eq!(config.plan, Some(PathBuf::from("TODO.md")));
     assert_eq!(config.integrate.target.as_deref(), Some("main"));
     assert_eq!(
@@ -845,6 +855,49 @@ fn notify_and_alert_parse_with_their_defaults() -> TestResult {
     Ok(())
 }
 
+// ---- [review], [triage], [agent.review], [agent.second_opinion] ----
+
+#[test]
+fn review_tables_parse_with_their_values() -> TestResult {
+    let source = format!(
+        "{HEAD}[agent.review]\nkind = \"command\"\ncommand = [\"sh\", \"review.sh\"]\n\
+         [agent.second_opinion]\ncommand = [\"sh\", \"second.sh\"]\n\
+         [review]\nwhen = \"risky\"\nrisky_paths = [\"auth/**\"]\nrisky_lines = 50\n\
+         max_review_cycles = 2\non_timeout = \"salvage-if-done\"\ntimeout = \"5m\"\n\
+         [triage]\nfalse_positive = \"escalate\"\nno_safe_path = \"escalate\"\n\
+         [[item]]\nid = \"a\"\nprompt = \"do a\"\n"
+    );
+    let config = parse(&source, FILE_NAME)?;
+    let r = &config.review;
+    assert_eq!(r.review.when, ReviewWhen::Risky);
+    assert_eq!(r.review.risky_paths, vec!["auth/**".to_string()]);
+    assert_eq!(r.review.risky_lines, 50);
+    assert_eq!(r.review.max_review_cycles, 2);
+    assert_eq!(r.review.on_timeout, OnTimeout::SalvageIfDone);
+    assert_eq!(r.review.timeout, Some(Duration::from_secs(300)));
+    assert_eq!(r.triage.false_positive, TriageAction::Escalate);
+    assert_eq!(r.triage.mechanical, TriageAction::Fix);
+    assert_eq!(
+        r.agent.as_ref().map(|a| a.command.clone()),
+        Some(vec!["sh".to_string(), "review.sh".to_string()])
+    );
+    assert!(r.second_opinion.is_some());
+    assert_eq!(config.agent.command, vec!["sh", "agent.sh"]);
+    Ok(())
+}
+
+#[test]
+fn review_defaults_review_nothing() -> TestResult {
+    let config = parse(
+        &format!("{HEAD}[[item]]\nid = \"a\"\nprompt = \"do a\"\n"),
+        FILE_NAME,
+    )?;
+    assert_eq!(config.review, ReviewSetup::default());
+    assert_eq!(config.review.review.when, ReviewWhen::Never);
+    assert_eq!(config.review.review.max_review_cycles, 3);
+    Ok(())
+}
+
 #[test]
 fn gate_errors_are_located() {
     assert_error(
@@ -928,4 +981,29 @@ fn bad_notify_values_are_located() {
         "",
         "",
     );
+}
+
+#[test]
+fn bad_review_values_point_at_the_value() {
+    let tail = "[[item]]\nid = \"a\"\nprompt = \"do a\"\n";
+    let e = error(&format!("{HEAD}[review]\nwhen = \"sometimes\"\n{tail}"));
+    assert!(
+        e.message.contains("unknown `when` `sometimes` in [review]"),
+        "{e:?}"
+    );
+    assert_eq!(e.line, 6);
+    let e = error(&format!("{HEAD}[review]\non_timeout = \"salvage\"\n{tail}"));
+    assert!(e.message.contains("unknown `on_timeout`"), "{e:?}");
+    let e = error(&format!("{HEAD}[review]\nmax_review_cycles = 0\n{tail}"));
+    assert!(e.message.contains("at least 1"), "{e:?}");
+    let e = error(&format!(
+        "{HEAD}[triage]\nno_safe_path = \"ship_with_debt\"\n{tail}"
+    ));
+    assert!(e.message.contains("can only be"), "{e:?}");
+    let e = error(&format!("{HEAD}[triage]\nreal_doubt = \"shrug\"\n{tail}"));
+    assert!(e.message.contains("unknown action `shrug`"), "{e:?}");
+    let e = error(&format!(
+        "{HEAD}[agent.review]\ncommand = [\"x\"]\n[agent.review.review]\ncommand = [\"y\"]\n{tail}"
+    ));
+    assert!(e.message.contains("cannot nest"), "{e:?}");
 }

@@ -3,6 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
+use super::review::Reviewer;
 use super::{Engine, EngineError, Journal, io_err, launch, prompt};
 use crate::check;
 use crate::config::{AgentKind, Strategy};
@@ -144,7 +145,15 @@ impl Engine<'_> {
             "green" if att.candidate.as_deref() == Some(att.base.as_str()) => {
                 self.fail(att, NO_CHANGES.into())
             }
-            "green" => self.prepare_merge(item, att),
+            "green" => self.after_green(item, att),
+            // The review phase (engine/review.rs), between the green check and the merge.
+            "reviewing" => self.run_review(item, att, Reviewer::Primary),
+            "second_opinion" | "second_reviewing" => {
+                self.run_review(item, att, Reviewer::SecondOpinion)
+            }
+            "reviewed" => self.decide_review(item, att),
+            "review_repair" => self.run_session(item, att, att.iteration + 1),
+            "reviewed_ok" => self.prepare_merge(item, att),
             "conflict" => self.start_conflict_repair(item, att),
             "merge_prepared" if att.onto.as_deref() == Some(att.base.as_str()) => {
                 self.integrate(att)
@@ -225,7 +234,9 @@ impl Engine<'_> {
             Some(n) => format!("{}-a{}-i{}-n{n}", att.item, att.attempt, iteration),
             None => format!("{}-a{}-i{}", att.item, att.attempt, iteration),
         };
-        let feedback = if iteration > 1 {
+        // A review's findings (a repair, or a reopened item) replace the check's output.
+        let review_note = super::review::findings_note(item, att, iteration);
+        let feedback = if iteration > 1 && review_note.is_none() {
             att.last_check_log
                 .as_deref()
                 .map(|log| tail_of(Path::new(log), check::FEEDBACK_BYTES))
@@ -247,7 +258,7 @@ impl Engine<'_> {
             } else {
                 None
             };
-        let text = prompt::compose(&prompt::PromptInput {
+        let mut text = prompt::compose(&prompt::PromptInput {
             item: &item.id,
             prompt: &item.prompt,
             check: &check_command,
@@ -257,6 +268,7 @@ impl Engine<'_> {
             nudge,
             conflict: conflict.as_ref(),
         });
+        text.push_str(review_note.as_deref().unwrap_or_default());
         let prompt_file = logs.join(format!("{stem}.prompt.md"));
         std::fs::write(&prompt_file, &text).map_err(io_err(&prompt_file))?;
         let mut env = self.item_env(att, iteration);
@@ -445,7 +457,12 @@ impl Engine<'_> {
     }
 
     /// Pauses dispatch for the whole run (a quota is shared) until `until` (epoch seconds).
-    fn pause(&mut self, reason: String, until: i64, item: &str) -> Result<(), EngineError> {
+    pub(super) fn pause(
+        &mut self,
+        reason: String,
+        until: i64,
+        item: &str,
+    ) -> Result<(), EngineError> {
         let until_text = jiff::Timestamp::from_second(until)
             .map(|t| t.to_string())
             .unwrap_or_default();
@@ -461,7 +478,7 @@ impl Engine<'_> {
     }
 
     /// The limits of the next session, with what the item and the run already spent.
-    fn session_budget(&self, item: &ItemRow) -> Result<Budget, EngineError> {
+    pub(super) fn session_budget(&self, item: &ItemRow) -> Result<Budget, EngineError> {
         let b = &self.config.budget;
         let run = self.run()?;
         let mut limits = Vec::new();
@@ -720,7 +737,11 @@ impl Engine<'_> {
     }
 
     /// Brings the attempt's work onto the target's current tip as one commit, in memory.
-    fn prepare_merge(&mut self, item: &ItemRow, att: &AttemptRow) -> Result<(), EngineError> {
+    pub(super) fn prepare_merge(
+        &mut self,
+        item: &ItemRow,
+        att: &AttemptRow,
+    ) -> Result<(), EngineError> {
         let candidate = att.candidate.clone().unwrap_or_default();
         let tip = self.target_tip()?;
         let tree = if tip == att.base {
@@ -989,6 +1010,10 @@ impl Engine<'_> {
             ("NIGHTSHIFT_ITEM".into(), att.item.clone()),
             ("NIGHTSHIFT_ATTEMPT".into(), att.attempt.to_string()),
             ("NIGHTSHIFT_ITERATION".into(), iteration.to_string()),
+            (
+                "NIGHTSHIFT_OPERATOR_FILE".into(),
+                self.operator_file(att).display().to_string(),
+            ),
         ]
     }
 

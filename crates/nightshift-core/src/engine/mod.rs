@@ -7,10 +7,13 @@
 mod alerts;
 mod attempt;
 mod closeout;
+mod debt;
 mod launch;
 mod prompt;
 mod receipt;
+mod review;
 mod teardown;
+mod triage;
 mod verdict;
 
 /// The program a session of this agent config starts (what the preflight and `doctor` look for).
@@ -454,6 +457,11 @@ impl Engine<'_> {
                     continue;
                 }
             }
+            // Review debt is a queue that blocks: it is paid before new work starts.
+            if let Some(debt) = self.next_debt()? {
+                self.review_debt(&debt)?;
+                continue;
+            }
             if let Some(item) = items.iter().find(|i| i.state == "queued") {
                 if self.deadline_passed() {
                     return self.deadline_stop();
@@ -487,14 +495,8 @@ impl Engine<'_> {
             let items = self.store.items(&run_id)?;
             let halt = if self.loop_mode {
                 self.loop_halt(&items)?
-            } else if items.iter().all(|i| i.state == "shipped") {
-                if items.is_empty() {
-                    HaltReason::NoActionableItems
-                } else {
-                    HaltReason::QueueDrainedAllShipped
-                }
             } else {
-                HaltReason::QueueDrainedWithParked
+                review::drain_halt(&items, !self.store.open_debts()?.is_empty())
             };
             self.record(EventKind::RunFinished {
                 halt_reason: halt,
@@ -683,7 +685,7 @@ impl Engine<'_> {
 /// `--until` deadline does not allow); checks, commits and integration of finished work do not.
 fn starts_session(att: &crate::store::AttemptRow, max_iterations: u32) -> bool {
     match att.phase.as_str() {
-        "preparing" | "ready" | "session" | "session_retry" | "conflict" => true,
+        "preparing" | "ready" | "session" | "session_retry" | "conflict" | "review_repair" => true,
         "red" => att.iteration < max_iterations,
         _ => false,
     }

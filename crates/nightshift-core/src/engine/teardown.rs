@@ -10,7 +10,7 @@ use crate::store::{AttemptRow, EventKind};
 impl Engine<'_> {
     /// Ends an attempt without shipping: preserve its work, record the verdict, tear down.
     pub(super) fn fail(&mut self, att: &AttemptRow, reason: String) -> Result<(), EngineError> {
-        self.end_attempt(att, reason, false, false, None)
+        self.end_attempt(att, reason, false, false, None, None, Vec::new())
     }
 
     /// Ends an attempt on a loop-contract reason (no progress, oscillation, regression); the
@@ -21,7 +21,7 @@ impl Engine<'_> {
         reason: String,
         halt: HaltReason,
     ) -> Result<(), EngineError> {
-        self.end_attempt(att, reason, false, false, Some(halt))
+        self.end_attempt(att, reason, false, false, Some(halt), None, Vec::new())
     }
 
     /// Ends an attempt and parks its item on a loop-contract reason (a guard failed).
@@ -31,12 +31,12 @@ impl Engine<'_> {
         reason: String,
         halt: HaltReason,
     ) -> Result<(), EngineError> {
-        self.end_attempt(att, reason, true, false, Some(halt))
+        self.end_attempt(att, reason, true, false, Some(halt), None, Vec::new())
     }
 
     /// Ends an attempt and parks its item now, whatever attempts it has left.
     pub(super) fn park(&mut self, att: &AttemptRow, reason: String) -> Result<(), EngineError> {
-        self.end_attempt(att, reason, true, false, None)
+        self.end_attempt(att, reason, true, false, None, None, Vec::new())
     }
 
     /// Parks the item and keeps the attempt's branch for a person (an unresolved conflict).
@@ -45,9 +45,33 @@ impl Engine<'_> {
         att: &AttemptRow,
         reason: String,
     ) -> Result<(), EngineError> {
-        self.end_attempt(att, reason, true, true, None)
+        self.end_attempt(att, reason, true, true, None, None, Vec::new())
     }
 
+    /// Ends the attempt with the item's verdict `escalated` or `awaiting_operator` (branch kept,
+    /// so `nightshift accept`/`confirm` can integrate it without a new session).
+    pub(super) fn end_with_verdict(
+        &mut self,
+        att: &AttemptRow,
+        reason: String,
+        verdict: &str,
+        actions: Vec<String>,
+    ) -> Result<(), EngineError> {
+        self.end_attempt(
+            att,
+            reason,
+            true,
+            true,
+            None,
+            Some(verdict.to_owned()),
+            actions,
+        )
+    }
+
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "one place that journals every way an attempt ends; the wrappers above name them"
+    )]
     fn end_attempt(
         &mut self,
         att: &AttemptRow,
@@ -55,6 +79,8 @@ impl Engine<'_> {
         park: bool,
         keep_branch: bool,
         halt: Option<HaltReason>,
+        verdict: Option<String>,
+        actions: Vec<String>,
     ) -> Result<(), EngineError> {
         let run_id = self.run_id();
         let preserve_ref = match self.preserve(&run_id, att) {
@@ -76,6 +102,8 @@ impl Engine<'_> {
             park,
             keep_branch,
             halt,
+            verdict,
+            actions,
         })?;
         let parked = self
             .store

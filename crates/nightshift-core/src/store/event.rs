@@ -276,6 +276,78 @@ pub enum EventKind {
     Pushed { item: String, commit: String },
     /// A push was refused or failed; it is retried. Never loses the local work.
     PushFailed { items: Vec<String>, error: String },
+    /// Intent: a review session (`reviewer` = `review` or `second_opinion`) over the attempt's
+    /// diff and check results, in a fresh session.
+    ReviewStarted {
+        item: String,
+        attempt: u32,
+        cycle: u32,
+        reviewer: String,
+        log: String,
+    },
+    /// A review session ended; `verdict` is what it returned, absent when it returned nothing
+    /// readable (`error` says why).
+    ReviewEnded {
+        item: String,
+        attempt: u32,
+        cycle: u32,
+        reviewer: String,
+        outcome: Outcome,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        verdict: Option<crate::verdict::Verdict>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        error: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        spend: Option<Spend>,
+    },
+    /// What the engine does with a review's ending: `approve`, `repair` (findings go to a
+    /// repair iteration), `retry` (review again), or a triage `class` and its `action`
+    /// (`fix`, `ship_with_debt`, `second_opinion`, `escalate`), or `park`/`defer`.
+    ReviewDecided {
+        item: String,
+        attempt: u32,
+        action: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        class: Option<String>,
+        why: String,
+        /// For `repair`: the file holding the findings for the next session.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        feedback: Option<String>,
+    },
+    /// Intent: a review-only session over work shipped without its review.
+    DebtReviewStarted {
+        item: String,
+        attempt: u32,
+        log: String,
+    },
+    /// A debt review ended: `paid`, `reopened` (a high-severity finding: the item is queued
+    /// again on top of the shipped code, with the findings), or `unresolved` (no verdict; the
+    /// debt stays open).
+    DebtSettled {
+        item: String,
+        attempt: u32,
+        outcome: String,
+        why: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        verdict: Option<crate::verdict::Verdict>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        feedback: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        spend: Option<Spend>,
+    },
+    /// `nightshift accept` / `confirm`: a kept attempt's work, checked again on the merged
+    /// result, is on the target. `debt`: why it still owes a review.
+    Accepted {
+        item: String,
+        attempt: u32,
+        commit: String,
+        onto: String,
+        /// `confirm` (operator actions done) rather than `accept`.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        confirmed: bool,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        debt: Option<String>,
+    },
     /// The attempt's commits and dirty tree are kept under `ref_name`.
     Preserved {
         item: String,
@@ -299,6 +371,12 @@ pub enum EventKind {
         /// The loop-contract reason, when the attempt ended on one (a guard, no progress).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         halt: Option<crate::halt::HaltReason>,
+        /// The item's verdict instead of `parked`: `escalated` or `awaiting_operator`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        verdict: Option<String>,
+        /// For `awaiting_operator`: what only a person can do.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        actions: Vec<String>,
     },
     /// Housekeeping: the attempt's worktree is gone.
     WorktreeRemoved { item: String, attempt: u32 },
@@ -345,6 +423,12 @@ impl EventKind {
             EventKind::Integrated { .. } => "integrated",
             EventKind::Pushed { .. } => "pushed",
             EventKind::PushFailed { .. } => "push_failed",
+            EventKind::ReviewStarted { .. } => "review_started",
+            EventKind::ReviewEnded { .. } => "review_ended",
+            EventKind::ReviewDecided { .. } => "review_decided",
+            EventKind::DebtReviewStarted { .. } => "debt_review_started",
+            EventKind::DebtSettled { .. } => "debt_settled",
+            EventKind::Accepted { .. } => "accepted",
             EventKind::Preserved { .. } => "preserved",
             EventKind::AttemptFailed { .. } => "attempt_failed",
             EventKind::WorktreeRemoved { .. } => "worktree_removed",
@@ -371,6 +455,12 @@ impl EventKind {
             | EventKind::ConflictFound { item, attempt, .. }
             | EventKind::IntegrateIntended { item, attempt, .. }
             | EventKind::Integrated { item, attempt, .. }
+            | EventKind::ReviewStarted { item, attempt, .. }
+            | EventKind::ReviewEnded { item, attempt, .. }
+            | EventKind::ReviewDecided { item, attempt, .. }
+            | EventKind::DebtReviewStarted { item, attempt, .. }
+            | EventKind::DebtSettled { item, attempt, .. }
+            | EventKind::Accepted { item, attempt, .. }
             | EventKind::Preserved { item, attempt, .. }
             | EventKind::AttemptFailed { item, attempt, .. }
             | EventKind::WorktreeRemoved { item, attempt }

@@ -250,6 +250,13 @@ pub fn apply(
                  WHERE run_id = ?1 AND id = ?2",
                 params![run_id, item, commit, state, push],
             )?;
+            // Work shipped without its review owes one: a debt that blocks until paid.
+            tx.execute(
+                "INSERT OR IGNORE INTO debts (item, attempt, run_id, commit_id, base, reason, state, created_at)
+                 SELECT item, attempt, run_id, ?4, COALESCE(onto, base), review_debt, 'open', ?5
+                 FROM attempts WHERE run_id = ?1 AND item = ?2 AND attempt = ?3 AND review_debt IS NOT NULL",
+                params![run_id, item, attempt, commit, at],
+            )?;
         }
         EventKind::Pushed { item, .. } => {
             tx.execute(
@@ -288,6 +295,8 @@ pub fn apply(
             reason,
             park,
             keep_branch,
+            verdict,
+            actions,
             ..
         } => {
             set_phase(tx, run_id, item, *attempt, "failed")?;
@@ -301,10 +310,147 @@ pub fn apply(
             )?;
             tx.execute(
                 "UPDATE items SET reason = ?3,
-                        state = CASE WHEN ?4 OR attempts >= allowed THEN 'parked' ELSE 'queued' END
+                        state = CASE WHEN ?5 IS NOT NULL THEN ?5
+                                     WHEN ?4 OR attempts >= allowed THEN 'parked' ELSE 'queued' END,
+                        operator_actions = ?6
                  WHERE run_id = ?1 AND id = ?2",
-                params![run_id, item, reason, park],
+                params![
+                    run_id,
+                    item,
+                    reason,
+                    park,
+                    verdict,
+                    (!actions.is_empty()).then(|| actions.join("\n"))
+                ],
             )?;
+        }
+        EventKind::ReviewStarted {
+            item,
+            attempt,
+            reviewer,
+            ..
+        } => {
+            let phase = if reviewer == "second_opinion" {
+                "second_reviewing"
+            } else {
+                "reviewing"
+            };
+            set_phase(tx, run_id, item, *attempt, phase)?;
+        }
+        EventKind::ReviewEnded {
+            item,
+            attempt,
+            cycle,
+            reviewer,
+            outcome,
+            verdict,
+            error,
+            spend,
+        } => {
+            set_phase(tx, run_id, item, *attempt, "reviewed")?;
+            let record = serde_json::json!({
+                "reviewer": reviewer, "outcome": outcome, "verdict": verdict, "error": error,
+            });
+            // A review that ended on the environment (a rate limit) spends no cycle.
+            let counts = reviewer == "review" && !outcome.reruns_iteration();
+            tx.execute(
+                "UPDATE attempts SET review_verdict = ?4,
+                        review_cycles = CASE WHEN ?5 THEN ?6 ELSE review_cycles END
+                 WHERE run_id = ?1 AND item = ?2 AND attempt = ?3",
+                params![run_id, item, attempt, record.to_string(), counts, cycle],
+            )?;
+            add_spend(tx, run_id, item, spend.as_ref())?;
+        }
+        EventKind::ReviewDecided {
+            item,
+            attempt,
+            action,
+            why,
+            feedback,
+            ..
+        } => {
+            let phase = match action.as_str() {
+                "approve" | "ship_with_debt" => Some("reviewed_ok"),
+                "repair" => Some("review_repair"),
+                "fix" => Some("green"),
+                "second_opinion" => Some("second_opinion"),
+                "retry" => Some("green"),
+                _ => None, // the attempt ends next (escalate, park, defer)
+            };
+            if let Some(phase) = phase {
+                set_phase(tx, run_id, item, *attempt, phase)?;
+            }
+            if action == "ship_with_debt" {
+                tx.execute(
+                    "UPDATE attempts SET review_debt = ?4 WHERE run_id = ?1 AND item = ?2 AND attempt = ?3",
+                    params![run_id, item, attempt, why],
+                )?;
+            }
+            if let Some(feedback) = feedback {
+                tx.execute(
+                    "UPDATE attempts SET last_check_log = ?4 WHERE run_id = ?1 AND item = ?2 AND attempt = ?3",
+                    params![run_id, item, attempt, feedback],
+                )?;
+            }
+        }
+        EventKind::DebtReviewStarted { item, attempt, .. } => {
+            tx.execute(
+                "UPDATE debts SET tries = CASE WHEN last_run = ?1 THEN tries + 1 ELSE 1 END, last_run = ?1
+                 WHERE item = ?2 AND attempt = ?3",
+                params![run_id, item, attempt],
+            )?;
+        }
+        EventKind::DebtSettled {
+            item,
+            attempt,
+            outcome,
+            why,
+            feedback,
+            spend,
+            ..
+        } => {
+            add_spend(tx, run_id, item, spend.as_ref())?;
+            if outcome == "paid" || outcome == "reopened" {
+                tx.execute(
+                    "UPDATE debts SET state = ?3, settled_at = ?4, outcome = ?5 WHERE item = ?1 AND attempt = ?2",
+                    params![item, attempt, outcome, at, why],
+                )?;
+            }
+            if outcome == "reopened" {
+                tx.execute(
+                    "UPDATE items SET state = 'queued', allowed = attempts + 1, feedback = ?3,
+                            reason = ?4, shipped_pass = NULL
+                     WHERE run_id = ?1 AND id = ?2",
+                    params![
+                        run_id,
+                        item,
+                        feedback,
+                        format!("reopened by its debt review: {why}")
+                    ],
+                )?;
+            }
+        }
+        EventKind::Accepted {
+            item,
+            attempt,
+            commit,
+            onto,
+            debt,
+            ..
+        } => {
+            tx.execute(
+                "UPDATE items SET state = 'shipped', shipped_commit = ?3, reason = NULL,
+                        operator_actions = NULL, shipped_pass = (SELECT pass FROM runs WHERE id = ?1)
+                 WHERE run_id = ?1 AND id = ?2",
+                params![run_id, item, commit],
+            )?;
+            if let Some(debt) = debt {
+                tx.execute(
+                    "INSERT OR IGNORE INTO debts (item, attempt, run_id, commit_id, base, reason, state, created_at)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'open', ?7)",
+                    params![item, attempt, run_id, commit, onto, debt, at],
+                )?;
+            }
         }
         EventKind::WorktreeRemoved { item, attempt } => {
             tx.execute(
@@ -324,6 +470,30 @@ pub fn apply(
             )?;
         }
     }
+    Ok(())
+}
+
+/// Adds what a session spent to its item and its run.
+fn add_spend(
+    tx: &Transaction<'_>,
+    run_id: &str,
+    item: &str,
+    spend: Option<&super::event::Spend>,
+) -> rusqlite::Result<()> {
+    let Some(spend) = spend else {
+        return Ok(());
+    };
+    let usd = spend.cost_usd.unwrap_or(0.0);
+    tx.execute(
+        "UPDATE items SET spent_tokens = spent_tokens + ?3, spent_turns = spent_turns + ?4,
+                spent_usd = spent_usd + ?5 WHERE run_id = ?1 AND id = ?2",
+        params![run_id, item, spend.weighted, spend.turns, usd],
+    )?;
+    tx.execute(
+        "UPDATE runs SET spent_tokens = spent_tokens + ?2, spent_turns = spent_turns + ?3,
+                spent_usd = spent_usd + ?4 WHERE id = ?1",
+        params![run_id, spend.weighted, spend.turns, usd],
+    )?;
     Ok(())
 }
 

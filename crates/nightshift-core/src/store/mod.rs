@@ -89,6 +89,10 @@ pub struct ItemRow {
     pub spent_usd: f64,
     /// A push to the remote is still owed for this item's commit.
     pub push_pending: bool,
+    /// Findings the item's next attempt starts from (a debt review reopened it).
+    pub feedback: Option<String>,
+    /// For `awaiting_operator`: what only a person can do, one per line.
+    pub operator_actions: Option<String>,
 }
 
 /// One attempt at an item.
@@ -122,6 +126,39 @@ pub struct AttemptRow {
     pub conflict_paths: Option<String>,
     /// Whether teardown keeps the attempt's branch for a person.
     pub keep_branch: bool,
+    /// Review verdicts this attempt got (each spends a cycle).
+    pub review_cycles: u32,
+    /// The last review's ending as JSON (`reviewer`, `outcome`, `verdict`, `error`).
+    pub review_verdict: Option<String>,
+    /// Why the attempt ships without its review (becomes a debt when it integrates).
+    pub review_debt: Option<String>,
+}
+
+/// An obligation created by shipping work without its review; it blocks until paid.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct DebtRow {
+    pub item: String,
+    pub attempt: u32,
+    /// The run that shipped the work.
+    pub run_id: String,
+    /// The commit that landed on the target, and what it landed on (the diff to review).
+    pub commit: String,
+    pub base: String,
+    pub reason: String,
+    /// `open`, `paid` or `reopened`.
+    pub state: String,
+    pub created_at: String,
+    /// Debt reviews tried in `last_run`.
+    pub tries: u32,
+    pub last_run: Option<String>,
+    pub settled_at: Option<String>,
+    pub outcome: Option<String>,
+}
+
+impl DebtRow {
+    pub fn is_open(&self) -> bool {
+        self.state == "open"
+    }
 }
 
 impl AttemptRow {
@@ -231,7 +268,7 @@ impl Store {
         let mut stmt = self.conn.prepare(
             "SELECT id, position, prompt, check_command, state, attempts, allowed, current_attempt,
                     reason, preserve_ref, shipped_commit, shipped_pass, spent_tokens, spent_turns,
-                    spent_usd, push_pending
+                    spent_usd, push_pending, feedback, operator_actions
              FROM items WHERE run_id = ?1 ORDER BY position",
         )?;
         let rows = stmt.query_map([run_id], |r| {
@@ -252,6 +289,8 @@ impl Store {
                 spent_turns: r.get(13)?,
                 spent_usd: r.get(14)?,
                 push_pending: r.get::<_, i64>(15)? != 0,
+                feedback: r.get(16)?,
+                operator_actions: r.get(17)?,
             })
         })?;
         Ok(rows.collect::<Result<_, _>>()?)
@@ -262,7 +301,7 @@ impl Store {
         let mut stmt = self.conn.prepare(
             "SELECT item, attempt, base, branch, worktree, phase, iteration, candidate, merged, onto,
                     preserve_ref, reason, worktree_present, last_check_log, nudges, env_retries, last_outcome, agent_session,
-                    conflict_repairs, conflict_paths, keep_branch
+                    conflict_repairs, conflict_paths, keep_branch, review_cycles, review_verdict, review_debt
              FROM attempts WHERE run_id = ?1 ORDER BY rowid",
         )?;
         let rows = stmt.query_map([run_id], attempt_row)?;
@@ -274,10 +313,10 @@ impl Store {
         let mut stmt = self.conn.prepare(
             "SELECT item, attempt, base, branch, worktree, phase, iteration, candidate, merged, onto,
                     preserve_ref, reason, worktree_present, last_check_log, nudges, env_retries, last_outcome, agent_session,
-                    conflict_repairs, conflict_paths, keep_branch, run_id
+                    conflict_repairs, conflict_paths, keep_branch, review_cycles, review_verdict, review_debt, run_id
              FROM attempts WHERE worktree_present = 1 ORDER BY rowid",
         )?;
-        let rows = stmt.query_map([], |r| Ok((r.get::<_, String>(21)?, attempt_row(r)?)))?;
+        let rows = stmt.query_map([], |r| Ok((r.get::<_, String>(24)?, attempt_row(r)?)))?;
         Ok(rows.collect::<Result<_, _>>()?)
     }
 
@@ -293,7 +332,7 @@ impl Store {
             .query_row(
                 "SELECT item, attempt, base, branch, worktree, phase, iteration, candidate, merged, onto,
                         preserve_ref, reason, worktree_present, last_check_log, nudges, env_retries, last_outcome, agent_session,
-                    conflict_repairs, conflict_paths, keep_branch
+                    conflict_repairs, conflict_paths, keep_branch, review_cycles, review_verdict, review_debt
                  FROM attempts WHERE run_id = ?1 AND item = ?2 AND attempt = ?3",
                 params![run_id, item, attempt],
                 attempt_row,
@@ -311,12 +350,15 @@ impl Store {
         )?)
     }
 
-    /// The run that shipped `item`, if any finished or running run did.
+    /// The run that shipped `item`, if any finished or running run did (a shipment whose debt
+    /// review reopened the item does not count).
     pub fn shipped_by(&self, item: &str) -> Result<Option<String>, StoreError> {
         Ok(self
             .conn
             .query_row(
                 "SELECT run_id FROM items WHERE id = ?1 AND state = 'shipped' AND shipped_commit IS NOT NULL
+                   AND NOT EXISTS (SELECT 1 FROM debts d WHERE d.item = items.id AND d.state = 'reopened'
+                                   AND d.commit_id = items.shipped_commit)
                  ORDER BY rowid DESC LIMIT 1",
                 [item],
                 |r| r.get(0),
@@ -357,6 +399,37 @@ impl Store {
             });
         }
         Ok(events)
+    }
+
+    /// Every review debt, oldest first (all runs).
+    pub fn debts(&self) -> Result<Vec<DebtRow>, StoreError> {
+        let mut stmt = self.conn.prepare(
+            "SELECT item, attempt, run_id, commit_id, base, reason, state, created_at, tries, last_run,
+                    settled_at, outcome
+             FROM debts ORDER BY created_at, rowid",
+        )?;
+        let rows = stmt.query_map([], |r| {
+            Ok(DebtRow {
+                item: r.get(0)?,
+                attempt: r.get(1)?,
+                run_id: r.get(2)?,
+                commit: r.get(3)?,
+                base: r.get(4)?,
+                reason: r.get(5)?,
+                state: r.get(6)?,
+                created_at: r.get(7)?,
+                tries: r.get(8)?,
+                last_run: r.get(9)?,
+                settled_at: r.get(10)?,
+                outcome: r.get(11)?,
+            })
+        })?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// The open debts, oldest first.
+    pub fn open_debts(&self) -> Result<Vec<DebtRow>, StoreError> {
+        Ok(self.debts()?.into_iter().filter(DebtRow::is_open).collect())
     }
 
     /// Journal entries after `after_seq` (all runs), oldest first, at most `limit`.
@@ -442,6 +515,7 @@ impl Store {
             ("runs", "id"),
             ("items", "run_id, id"),
             ("attempts", "run_id, item, attempt"),
+            ("debts", "item, attempt"),
         ] {
             if dump(&self.conn, table, order)? != dump(&scratch, table, order)? {
                 return Ok(false);
@@ -497,6 +571,9 @@ fn attempt_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<AttemptRow> {
         conflict_repairs: r.get(18)?,
         conflict_paths: r.get(19)?,
         keep_branch: r.get::<_, i64>(20)? != 0,
+        review_cycles: r.get(21)?,
+        review_verdict: r.get(22)?,
+        review_debt: r.get(23)?,
     })
 }
 

@@ -3,7 +3,7 @@
 use rusqlite::Connection;
 
 /// The schema version this binary writes. An older binary refuses a newer database.
-pub const VERSION: i64 = 4;
+pub const VERSION: i64 = 5;
 
 const V1: &str = r#"
 CREATE TABLE events (
@@ -93,6 +93,30 @@ const V4: &str = r#"
 ALTER TABLE items ADD COLUMN push_pending INTEGER NOT NULL DEFAULT 0;
 "#;
 
+/// Version 5: reviews, triage, review debt, escalated and awaiting-operator items.
+const V5: &str = r#"
+ALTER TABLE attempts ADD COLUMN review_cycles INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE attempts ADD COLUMN review_verdict TEXT;
+ALTER TABLE attempts ADD COLUMN review_debt TEXT;
+ALTER TABLE items ADD COLUMN feedback TEXT;
+ALTER TABLE items ADD COLUMN operator_actions TEXT;
+CREATE TABLE debts (
+    item        TEXT NOT NULL,
+    attempt     INTEGER NOT NULL,
+    run_id      TEXT NOT NULL,
+    commit_id   TEXT NOT NULL,
+    base        TEXT NOT NULL,
+    reason      TEXT NOT NULL,
+    state       TEXT NOT NULL,
+    created_at  TEXT NOT NULL,
+    tries       INTEGER NOT NULL DEFAULT 0,
+    last_run    TEXT,
+    settled_at  TEXT,
+    outcome     TEXT,
+    PRIMARY KEY (item, attempt)
+);
+"#;
+
 /// Errors from bringing a database to this binary's schema.
 #[derive(Debug, thiserror::Error)]
 pub enum MigrateError {
@@ -132,6 +156,12 @@ pub fn migrate(conn: &mut Connection) -> Result<(), MigrateError> {
         let tx = conn.transaction()?;
         tx.execute_batch(V4)?;
         tx.pragma_update(None, "user_version", 4)?;
+        tx.commit()?;
+    }
+    if found < 5 {
+        let tx = conn.transaction()?;
+        tx.execute_batch(V5)?;
+        tx.pragma_update(None, "user_version", 5)?;
         tx.commit()?;
     }
     Ok(())

@@ -49,6 +49,8 @@ fn record_appends_and_folds_in_one_step() {
                 park: false,
                 keep_branch: false,
                 halt: None,
+                verdict: None,
+                actions: Vec::new(),
             },
         )
         .unwrap();

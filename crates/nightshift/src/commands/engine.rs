@@ -63,6 +63,7 @@ pub fn run(args: &EngineArgs) -> CommandResult {
         && let Some(run) = store.run(&summary.run_id)?
     {
         print!("{}", render::summary(&run, &summary.items));
+        print!("{}", render::debts(&store.debts()?));
     }
     Ok(summary.halt.class().code())
 }

@@ -1,11 +1,13 @@
 //! One module per command.
 
+pub mod accept;
 pub mod clean;
+pub mod confirm;
 pub mod demo;
 pub mod doctor;
 pub mod engine;
-pub mod fixpoint;
 pub mod explain;
+pub mod fixpoint;
 pub mod init;
 pub mod log;
 pub mod notify;

@@ -14,20 +14,24 @@ pub fn run(args: &StatusArgs) -> CommandResult {
         return Ok(0);
     }
     let ws = super::workspace(&args.repo)?;
-    let (run, items) = match super::read_store(&ws)? {
-        Some(store) => match store.latest_run()? {
-            Some(run) => {
-                let items = store.items(&run.id)?;
-                (Some(run), items)
+    let (run, items, debts) = match super::read_store(&ws)? {
+        Some(store) => {
+            let debts = store.debts()?;
+            match store.latest_run()? {
+                Some(run) => {
+                    let items = store.items(&run.id)?;
+                    (Some(run), items, debts)
+                }
+                None => (None, Vec::new(), debts),
             }
-            None => (None, Vec::new()),
-        },
-        None => (None, Vec::new()),
+        }
+        None => (None, Vec::new(), Vec::new()),
     };
     if args.json {
         println!(
             "{}",
-            serde_json::to_string_pretty(&Status::new(run.as_ref(), &items)).unwrap_or_default()
+            serde_json::to_string_pretty(&Status::new(run.as_ref(), &items, &debts))
+                .unwrap_or_default()
         );
     } else {
         match &run {
@@ -39,6 +43,7 @@ pub fn run(args: &StatusArgs) -> CommandResult {
                 {
                     println!("pause asked: the run pauses after the step in flight");
                 }
+                print!("{}", render::debts(&debts));
             }
             None => println!("no run has started in {}", ws.root().display()),
         }

@@ -1,0 +1,340 @@
+//! `nightshift accept ITEM` and `nightshift confirm ITEM`: non-destructive continuation.
+//!
+//! An escalated (or parked, or deferred) attempt keeps its branch; so does one awaiting an
+//! operator. Accepting integrates that kept work — no new dev session, nothing re-driven — after
+//! running the check again on the work merged onto the target's current tip. A red check or a
+//! conflict moves nothing. Shipping without the review records a debt, which the next run
+//! reviews before anything else.
+
+use std::path::{Path, PathBuf};
+
+use crate::clock::Clock;
+use crate::config::{Config, ReviewWhen};
+use crate::git::{Git, GitError, MergeOutcome};
+use crate::session::SessionError;
+use crate::store::{AttemptRow, EventKind, ItemRow, LockError, RunLock, Store, StoreError};
+use crate::workspace::Workspace;
+
+/// What `accept`/`confirm` needs.
+pub struct AcceptOptions<'a> {
+    pub workspace: &'a Workspace,
+    pub config: &'a Config,
+    pub clock: &'a dyn Clock,
+    pub item: &'a str,
+    /// `confirm`: the item awaits an operator, who has now done what it listed.
+    pub confirm: bool,
+}
+
+/// What was shipped.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Accepted {
+    pub run_id: String,
+    pub item: String,
+    pub attempt: u32,
+    pub commit: String,
+    pub target: String,
+    /// Why a review is still owed (the debt recorded), if one is.
+    pub debt: Option<String>,
+    /// For `confirm`: the actions the operator confirmed.
+    pub actions: Vec<String>,
+}
+
+/// Why nothing was accepted. Nothing moved in every case.
+#[derive(Debug, thiserror::Error)]
+pub enum AcceptError {
+    #[error(transparent)]
+    Locked(#[from] LockError),
+    #[error("find a run: no run has happened in this repository")]
+    NoRun,
+    #[error("find item `{item}` in run {run_id}")]
+    UnknownItem { item: String, run_id: String },
+    #[error("{verb} `{item}`: it is {state}, not {wanted}")]
+    WrongState {
+        verb: &'static str,
+        item: String,
+        state: String,
+        wanted: &'static str,
+    },
+    #[error("find the kept work of `{item}`: no attempt of it has a kept branch")]
+    NoKeptWork { item: String },
+    #[error("merge `{item}` onto {target}: it conflicts in {}", paths.join(", "))]
+    Conflict {
+        item: String,
+        target: String,
+        paths: Vec<String>,
+    },
+    #[error(
+        "accept `{item}`: the check is red on its work merged onto {target} (log: {log}); nothing moved"
+    )]
+    CheckRed {
+        item: String,
+        target: String,
+        log: String,
+    },
+    #[error("move {target}: {why}; nothing moved")]
+    TargetBlocked { target: String, why: String },
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error(transparent)]
+    Git(#[from] GitError),
+    #[error(transparent)]
+    Session(#[from] SessionError),
+    #[error("write {path}")]
+    Io {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// Accepts (or confirms) an item's kept attempt. Takes the run lock: refuses while a run is live.
+pub fn accept(opts: &AcceptOptions<'_>) -> Result<Accepted, AcceptError> {
+    let ws = opts.workspace;
+    let verb = if opts.confirm { "confirm" } else { "accept" };
+    let holder = format!("pid {} ({verb} {})", std::process::id(), opts.item);
+    let _lock = RunLock::acquire(&ws.lock(), &holder)?;
+    let mut store = Store::open(&ws.state_db())?;
+    let run = store.latest_run()?.ok_or(AcceptError::NoRun)?;
+    let item = store
+        .items(&run.id)?
+        .into_iter()
+        .find(|i| i.id == opts.item)
+        .ok_or_else(|| AcceptError::UnknownItem {
+            item: opts.item.to_owned(),
+            run_id: run.id.clone(),
+        })?;
+    let allowed: &[&str] = if opts.confirm {
+        &["awaiting_operator"]
+    } else {
+        &["escalated", "parked", "awaiting_operator"]
+    };
+    if !allowed.contains(&item.state.as_str()) {
+        return Err(AcceptError::WrongState {
+            verb,
+            item: item.id.clone(),
+            state: item.state.clone(),
+            wanted: if opts.confirm {
+                "awaiting_operator"
+            } else {
+                "escalated, parked or awaiting_operator"
+            },
+        });
+    }
+    let att = kept_attempt(&store, &run.id, &item)?;
+    let git = Git::new(ws.root());
+    let candidate = match att
+        .candidate
+        .as_deref()
+        .map(|c| git.resolve(c))
+        .transpose()?
+    {
+        Some(Some(c)) => c,
+        _ => git
+            .resolve(&format!("refs/heads/{}", att.branch))?
+            .ok_or_else(|| AcceptError::NoKeptWork {
+                item: item.id.clone(),
+            })?,
+    };
+    let target_ref = format!("refs/heads/{}", run.target);
+    let tip = git
+        .resolve(&target_ref)?
+        .ok_or_else(|| AcceptError::TargetBlocked {
+            target: run.target.clone(),
+            why: "the branch does not exist".into(),
+        })?;
+    let tree = if tip == att.base {
+        format!("{candidate}^{{tree}}")
+    } else {
+        match git.merge_tree(&tip, &candidate)? {
+            MergeOutcome::Clean { tree } => tree,
+            MergeOutcome::Conflict { paths } => {
+                return Err(AcceptError::Conflict {
+                    item: item.id.clone(),
+                    target: run.target.clone(),
+                    paths,
+                });
+            }
+        }
+    };
+    let merged = git.commit_tree(&tree, &[&tip], &message(&item, &run.id, att.attempt, verb))?;
+    // The oracle judges exactly what would land, in a tree of its own.
+    let log = ws
+        .logs(&run.id)
+        .join(format!("{}-a{}.{verb}-check.log", item.id, att.attempt));
+    let green = check_merged(opts, &git, &item, &att, &merged, &run.id, &log)?;
+    if !green {
+        return Err(AcceptError::CheckRed {
+            item: item.id.clone(),
+            target: run.target.clone(),
+            log: log.display().to_string(),
+        });
+    }
+    move_target(&git, &run.target, &target_ref, &merged, &tip)?;
+    let debt = if opts.confirm && opts.config.review.review.when == ReviewWhen::Never {
+        None
+    } else if opts.confirm {
+        Some("confirmed by an operator; shipped without its review".to_owned())
+    } else {
+        Some("accepted by an operator without its review".to_owned())
+    };
+    let actions: Vec<String> = item
+        .operator_actions
+        .as_deref()
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_owned)
+        .collect();
+    store.record(
+        &run.id,
+        &opts.clock.wall().to_string(),
+        EventKind::Accepted {
+            item: item.id.clone(),
+            attempt: att.attempt,
+            commit: merged.clone(),
+            onto: tip,
+            confirmed: opts.confirm,
+            debt: debt.clone(),
+        },
+    )?;
+    Ok(Accepted {
+        run_id: run.id,
+        item: item.id,
+        attempt: att.attempt,
+        commit: merged,
+        target: run.target,
+        debt,
+        actions,
+    })
+}
+
+/// The item's latest attempt that kept its branch.
+fn kept_attempt(store: &Store, run_id: &str, item: &ItemRow) -> Result<AttemptRow, AcceptError> {
+    store
+        .attempts(run_id)?
+        .into_iter()
+        .filter(|a| a.item == item.id && a.keep_branch && a.phase == "failed")
+        .max_by_key(|a| a.attempt)
+        .ok_or_else(|| AcceptError::NoKeptWork {
+            item: item.id.clone(),
+        })
+}
+
+fn message(item: &ItemRow, run_id: &str, attempt: u32, verb: &str) -> String {
+    let first = item
+        .prompt
+        .lines()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("")
+        .trim();
+    let summary: String = first.chars().take(64).collect();
+    format!(
+        "{}: {summary}\n\n{}\n\nNightshift-Run: {run_id}\nNightshift-Item: {}\nNightshift-Attempt: {attempt}\nNightshift-Accepted: {verb}\n",
+        item.id,
+        item.prompt.trim(),
+        item.id,
+    )
+}
+
+/// Runs the item's check on `merged` in a detached worktree that is removed afterwards.
+fn check_merged(
+    opts: &AcceptOptions<'_>,
+    git: &Git,
+    item: &ItemRow,
+    att: &AttemptRow,
+    merged: &str,
+    run_id: &str,
+    log: &Path,
+) -> Result<bool, AcceptError> {
+    let ws = opts.workspace;
+    let path: PathBuf = ws
+        .worktrees()
+        .join(format!("accept-{}-{}", item.id, att.attempt));
+    let io = |p: &Path| {
+        let path = p.display().to_string();
+        move |source| AcceptError::Io { path, source }
+    };
+    if path.exists() {
+        let _ = git.worktree_remove(&path);
+        if path.exists() && ws.owns_worktree_path(&path) {
+            std::fs::remove_dir_all(&path).map_err(io(&path))?;
+        }
+    }
+    git.worktree_prune()?;
+    if let Some(dir) = log.parent() {
+        std::fs::create_dir_all(dir).map_err(io(dir))?;
+    }
+    git.run(&[
+        "worktree",
+        "add",
+        "--detach",
+        "--quiet",
+        &path.display().to_string(),
+        merged,
+    ])?;
+    let result = (|| {
+        crate::git::seed_worktree(ws.root(), &path, &opts.config.seed).map_err(|why| {
+            AcceptError::Io {
+                path: path.display().to_string(),
+                source: std::io::Error::other(why),
+            }
+        })?;
+        let command = item
+            .check_command
+            .clone()
+            .or_else(|| opts.config.check.command.clone())
+            .unwrap_or_else(|| "false".into());
+        let env = vec![
+            ("NIGHTSHIFT_RUN".into(), run_id.to_owned()),
+            ("NIGHTSHIFT_ITEM".into(), item.id.clone()),
+            ("NIGHTSHIFT_ATTEMPT".into(), att.attempt.to_string()),
+        ];
+        Ok(crate::check::run(
+            &command,
+            path.clone(),
+            env,
+            opts.config.check.timeout,
+            log.to_path_buf(),
+        )?
+        .green)
+    })();
+    let _ = git.worktree_remove(&path);
+    if path.exists() && ws.owns_worktree_path(&path) {
+        let _ = std::fs::remove_dir_all(&path);
+    }
+    let _ = git.worktree_prune();
+    result
+}
+
+/// Where the target is checked out (clean), fast-forward it there; else compare-and-swap.
+fn move_target(
+    git: &Git,
+    target: &str,
+    target_ref: &str,
+    merged: &str,
+    tip: &str,
+) -> Result<(), AcceptError> {
+    let blocked = |why: String| AcceptError::TargetBlocked {
+        target: target.to_owned(),
+        why,
+    };
+    let checkout = git
+        .worktree_list()?
+        .into_iter()
+        .find(|w| w.branch.as_deref() == Some(target) && !w.prunable);
+    match checkout {
+        Some(w) => {
+            let user = git.at(&w.path);
+            if !user.is_clean_tracked()? {
+                return Err(blocked(format!(
+                    "it is checked out at {} with uncommitted changes; commit or stash them",
+                    w.path.display()
+                )));
+            }
+            user.merge_ff_only(merged)
+                .map_err(|e| blocked(format!("fast-forward the checkout: {e}")))
+        }
+        None => git
+            .cas_ref(target_ref, merged, tip)?
+            .map_err(|why| blocked(format!("it moved meanwhile ({why})"))),
+    }
+}

@@ -1,0 +1,190 @@
+//! Review debt: work that shipped without its review owes one, and a log line is not a
+//! queue. Open debts are paid as review-only work at the next opportunity of the run (before
+//! any new item starts) and of the next run. A debt review with a high-severity finding reopens
+//! the item — a new attempt on top of the shipped code, with the findings — and wakes a person.
+
+use std::path::PathBuf;
+
+use super::review::{PromptParts, ReviewRun, review_prompt};
+use super::{Engine, EngineError, io_err};
+use crate::notify::{self, Alert, AlertKind};
+use crate::session::{Budget, Outcome};
+use crate::store::{DebtRow, EventKind};
+use crate::verdict::Decision;
+
+impl Engine<'_> {
+    /// The oldest open debt this run may still try (each run tries one at most
+    /// `max_review_cycles` times; what is left keeps the run from exiting 10).
+    pub(super) fn next_debt(&self) -> Result<Option<DebtRow>, EngineError> {
+        let run_id = self.run_id();
+        let max = self.config.review.review.max_review_cycles;
+        Ok(self
+            .store
+            .open_debts()?
+            .into_iter()
+            .find(|d| d.last_run.as_deref() != Some(run_id.as_str()) || d.tries < max))
+    }
+
+    /// One review-only session over a shipped commit, in a detached worktree of its own.
+    pub(super) fn review_debt(&mut self, debt: &DebtRow) -> Result<(), EngineError> {
+        let path = self
+            .ws
+            .worktrees()
+            .join(format!("debt-{}-{}", debt.item, debt.attempt));
+        self.drop_debt_tree(&path)?;
+        self.git.run(&[
+            "worktree",
+            "add",
+            "--detach",
+            "--quiet",
+            &path.display().to_string(),
+            debt.commit.as_str(),
+        ])?;
+        let run_id = self.run_id();
+        let try_number = if debt.last_run.as_deref() == Some(run_id.as_str()) {
+            debt.tries + 1
+        } else {
+            1
+        };
+        let stem = format!("{}-a{}-debt{try_number}", debt.item, debt.attempt);
+        let logs = self.ws.logs(&run_id);
+        std::fs::create_dir_all(&logs).map_err(io_err(&logs))?;
+        let item = self
+            .store
+            .items(&run_id)?
+            .into_iter()
+            .find(|i| i.id == debt.item);
+        let task = item.as_ref().map(|i| i.prompt.clone()).unwrap_or_default();
+        let diff = self
+            .git
+            .run(&["diff", debt.base.as_str(), debt.commit.as_str()])?;
+        let prompt = review_prompt(&PromptParts {
+            item: &debt.item,
+            task: &task,
+            diff: &diff,
+            check: &format!("the check was green when it shipped ({})", debt.reason),
+            check_output: "",
+            debt: true,
+        });
+        let env = vec![
+            ("NIGHTSHIFT_RUN".into(), run_id.clone()),
+            ("NIGHTSHIFT_ITEM".into(), debt.item.clone()),
+            ("NIGHTSHIFT_ATTEMPT".into(), debt.attempt.to_string()),
+            ("NIGHTSHIFT_REVIEW".into(), "debt".into()),
+            ("NIGHTSHIFT_REVIEW_CYCLE".into(), try_number.to_string()),
+        ];
+        let budget = match &item {
+            Some(item) => self.session_budget(item)?,
+            None => Budget {
+                limits: Vec::new(),
+                soft: self.config.budget.soft,
+                cache_read_weight: self.config.budget.cache_read_weight,
+            },
+        };
+        self.record(EventKind::DebtReviewStarted {
+            item: debt.item.clone(),
+            attempt: debt.attempt,
+            log: logs
+                .join(format!("{stem}.review.log"))
+                .display()
+                .to_string(),
+        })?;
+        let agent = self
+            .config
+            .review
+            .agent
+            .clone()
+            .unwrap_or_else(|| self.config.agent.clone());
+        let ended = self.review_session(ReviewRun {
+            agent: &agent,
+            item: &debt.item,
+            attempt: debt.attempt,
+            cwd: path.clone(),
+            stem: stem.clone(),
+            prompt,
+            env,
+            budget,
+        });
+        // The review-only tree goes whatever happened (the shipped commit is on the target).
+        self.drop_debt_tree(&path)?;
+        let ended = ended?;
+        if ended.end.outcome == Outcome::Stopped {
+            return Ok(());
+        }
+        let (outcome, why, verdict, feedback) = match ended.verdict {
+            Ok(v) if v.verdict == Decision::Escalate || v.has_high() => {
+                let file = logs.join(format!("{stem}.findings.txt"));
+                std::fs::write(&file, v.feedback()).map_err(io_err(&file))?;
+                let why = format!("high-severity finding: {}", v.reason);
+                (
+                    "reopened",
+                    why,
+                    Some(v.clone()),
+                    Some(file.display().to_string()),
+                )
+            }
+            Ok(v) => ("paid", format!("reviewed: {}", v.reason), Some(v), None),
+            Err(e) => (
+                "unresolved",
+                format!("{:?}: {e}", ended.end.outcome).to_lowercase(),
+                None,
+                None,
+            ),
+        };
+        if outcome == "unresolved" && ended.end.outcome.is_environmental() {
+            let now = self.clock.wall().as_second();
+            let wait = self.config.session.fault_backoff.as_secs().max(1) as i64;
+            self.pause(
+                format!("the debt review of {} waits on the environment", debt.item),
+                now + wait,
+                &debt.item,
+            )?;
+        }
+        self.record(EventKind::DebtSettled {
+            item: debt.item.clone(),
+            attempt: debt.attempt,
+            outcome: outcome.into(),
+            why: why.clone(),
+            verdict,
+            feedback: feedback.clone(),
+            spend: ended.spend,
+        })?;
+        if outcome == "reopened" {
+            let requeued = item.is_some();
+            notify::raise(
+                &self.ws,
+                self.clock.as_ref(),
+                &self.config.notify,
+                &Alert {
+                    kind: AlertKind::HumanRequired,
+                    summary: format!(
+                        "{}: the review it shipped without found a problem: {why}; {}",
+                        debt.item,
+                        if requeued {
+                            "the item is reopened on top of the shipped code"
+                        } else {
+                            "the item is not in this run's plan: reopen it by hand"
+                        }
+                    ),
+                    detail: feedback
+                        .as_ref()
+                        .map(|f| super::review::tail_of(&PathBuf::from(f), 4096)),
+                    run_id: Some(run_id),
+                    item: Some(debt.item.clone()),
+                },
+            );
+        }
+        Ok(())
+    }
+
+    fn drop_debt_tree(&self, path: &std::path::Path) -> Result<(), EngineError> {
+        if path.exists() {
+            let _ = self.git.worktree_remove(path);
+            if path.exists() && self.ws.owns_worktree_path(path) {
+                std::fs::remove_dir_all(path).map_err(io_err(path))?;
+            }
+        }
+        self.git.worktree_prune()?;
+        Ok(())
+    }
+}
