@@ -71,6 +71,13 @@ pub enum AcceptError {
         target: String,
         log: String,
     },
+    #[error("accept `{item}`: {halt}: guard {guard}: {detail}; nothing moved")]
+    GuardFailed {
+        item: String,
+        halt: crate::halt::HaltReason,
+        guard: String,
+        detail: String,
+    },
     #[error("move {target}: {why}; nothing moved")]
     TargetBlocked { target: String, why: String },
     #[error(transparent)]
@@ -161,7 +168,7 @@ pub fn accept(opts: &AcceptOptions<'_>) -> Result<Accepted, AcceptError> {
     let log = ws
         .logs(&run.id)
         .join(format!("{}-a{}.{verb}-check.log", item.id, att.attempt));
-    let green = check_merged(opts, &git, &item, &att, &merged, &run.id, &log)?;
+    let green = check_merged(opts, &git, &item, &att, &merged, &tip, &run.id, &log)?;
     if !green {
         return Err(AcceptError::CheckRed {
             item: item.id.clone(),
@@ -236,12 +243,17 @@ fn message(item: &ItemRow, run_id: &str, attempt: u32, verb: &str) -> String {
 }
 
 /// Runs the item's check on `merged` in a detached worktree that is removed afterwards.
+#[expect(
+    clippy::too_many_arguments,
+    reason = "the facts of one accept, passed down once; grouping them would only rename them"
+)]
 fn check_merged(
     opts: &AcceptOptions<'_>,
     git: &Git,
     item: &ItemRow,
     att: &AttemptRow,
     merged: &str,
+    tip: &str,
     run_id: &str,
     log: &Path,
 ) -> Result<bool, AcceptError> {
@@ -288,14 +300,50 @@ fn check_merged(
             ("NIGHTSHIFT_ITEM".into(), item.id.clone()),
             ("NIGHTSHIFT_ATTEMPT".into(), att.attempt.to_string()),
         ];
-        Ok(crate::check::run(
+        let green = crate::check::run(
             &command,
             path.clone(),
             env,
             opts.config.check.timeout,
             log.to_path_buf(),
         )?
-        .green)
+        .green;
+        if !green {
+            return Ok(false);
+        }
+        // The guards, as on any green check: what the merged result changes against the
+        // target's tip (blocked paths, assertions), and its tests against the tip's, when an
+        // earlier check of the tip's tree left results.
+        let results = crate::engine::verdict::read_results(opts.config, &path, log);
+        let base = crate::engine::verdict::cached_results(
+            ws,
+            opts.config,
+            &command,
+            &git.tree_of(tip)?,
+        );
+        let verdicts = crate::engine::verdict::evaluate(
+            git,
+            opts.config,
+            tip,
+            merged,
+            base.as_ref(),
+            results.as_ref(),
+            true,
+        )?;
+        if let Some(failed) = verdicts
+            .iter()
+            .find(|v| v.state == crate::guard::GuardState::Fail)
+        {
+            return Err(AcceptError::GuardFailed {
+                item: item.id.clone(),
+                halt: failed
+                    .halt()
+                    .unwrap_or(crate::halt::HaltReason::MetricIntegrityViolation),
+                guard: failed.guard.clone(),
+                detail: failed.detail.clone(),
+            });
+        }
+        Ok(true)
     })();
     let _ = git.worktree_remove(&path);
     if path.exists() && ws.owns_worktree_path(&path) {

@@ -105,6 +105,12 @@ pub fn event_line(event: &Event) -> Option<String> {
             format!("{item}: warning: housekeeping of attempt {attempt}: {error}")
         }
         EventKind::ItemParked { item, reason } => format!("{item}: parked: {reason}"),
+        EventKind::ItemEscalated { item, reason } => {
+            format!("{item}: escalated, a person decides (`nightshift accept {item}`): {reason}")
+        }
+        EventKind::ItemAwaitingOperator { item, reason, .. } => {
+            format!("{item}: awaiting an operator: {reason}")
+        }
         EventKind::DeadlineSet { until, given } => format!(
             "no new work after {given} ({})",
             jiff::Timestamp::from_second(*until)

@@ -14,7 +14,7 @@ mod receipt;
 mod review;
 mod teardown;
 mod triage;
-mod verdict;
+pub(crate) mod verdict;
 
 /// The program a session of this agent config starts (what the preflight and `doctor` look for).
 pub(crate) use launch::program as agent_program;

@@ -94,6 +94,7 @@ impl Engine<'_> {
                 None
             }
         };
+        let listed = actions.clone();
         self.record(EventKind::AttemptFailed {
             item: att.item.clone(),
             attempt: att.attempt,
@@ -105,17 +106,30 @@ impl Engine<'_> {
             verdict,
             actions,
         })?;
-        let parked = self
+        // What the item's state now asks of a person, said once for watchers (`wait`).
+        let ended = self
             .store
             .items(&run_id)?
             .into_iter()
-            .find(|i| i.id == att.item)
-            .filter(|i| i.state == "parked");
-        if let Some(item) = parked {
-            self.record(EventKind::ItemParked {
-                item: item.id,
-                reason: item.reason.unwrap_or_default(),
-            })?;
+            .find(|i| i.id == att.item);
+        if let Some(item) = ended {
+            let reason = item.reason.clone().unwrap_or_default();
+            match item.state.as_str() {
+                "parked" => self.record(EventKind::ItemParked {
+                    item: item.id,
+                    reason,
+                })?,
+                "escalated" => self.record(EventKind::ItemEscalated {
+                    item: item.id,
+                    reason,
+                })?,
+                "awaiting_operator" => self.record(EventKind::ItemAwaitingOperator {
+                    item: item.id,
+                    reason,
+                    actions: listed,
+                })?,
+                _ => return self.teardown_attempt(&run_id, &att.item, att.attempt),
+            };
         }
         self.teardown_attempt(&run_id, &att.item, att.attempt)
     }

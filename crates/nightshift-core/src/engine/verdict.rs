@@ -26,15 +26,7 @@ struct Baseline {
 impl Engine<'_> {
     /// Reads a finished check's results: the configured results file, else the whole log.
     pub(super) fn read_results(&self, worktree: &Path, log: &Path) -> Option<Results> {
-        let format = self.config.check.format;
-        if format == FormatChoice::ExitCode {
-            return None;
-        }
-        let bytes = match &self.config.check.results {
-            Some(file) => std::fs::read(worktree.join(file)).ok()?,
-            None => std::fs::read(log).ok()?,
-        };
-        format.parse(&bytes)
+        read_results(&self.config, worktree, log)
     }
 
     /// Removes a stale results file before a check run, so an old report is never read.
@@ -46,21 +38,7 @@ impl Engine<'_> {
 
     /// Where the baseline of `tree` under this item's check is cached.
     fn baseline_path(&self, item: &ItemRow, tree: &str) -> PathBuf {
-        let mut key = Sha256::new();
-        key.update(tree.as_bytes());
-        key.update(b"\n");
-        key.update(self.check_command(item).as_bytes());
-        key.update(b"\n");
-        if let Some(file) = &self.config.check.results {
-            key.update(file.display().to_string().as_bytes());
-        }
-        let key: String = key
-            .finalize()
-            .iter()
-            .take(16)
-            .map(|b| format!("{b:02x}"))
-            .collect();
-        self.ws.dir().join("baselines").join(format!("{key}.json"))
+        baseline_path(&self.ws, &self.config, &self.check_command(item), tree)
     }
 
     fn cached(&self, item: &ItemRow, tree: &str) -> Option<Baseline> {
@@ -211,45 +189,17 @@ impl Engine<'_> {
         results: Option<&Results>,
         green: bool,
     ) -> Result<Vec<Verdict>, EngineError> {
-        let wt = self.git.at(&att.worktree);
-        let changed: Vec<Change> = wt
-            .changed_paths(&att.base, "HEAD")?
-            .into_iter()
-            .map(|(path, deleted)| Change { path, deleted })
-            .collect();
-        let blocked = PathSet::new(
-            crate::config::ALWAYS_BLOCKED
-                .iter()
-                .copied()
-                .chain(self.config.guards.blocked_paths.iter().map(String::as_str)),
-        )
-        .unwrap_or_else(|_| PathSet::empty());
-        let mut verdicts = vec![guard::blocked_paths(&changed, &blocked)];
-        if !green {
-            return Ok(verdicts);
-        }
         let tree = self.git.tree_of(&att.base)?;
         let base = self.cached_baseline(item, &tree).flatten();
-        verdicts.push(guard::test_set(base.as_ref(), results));
-        verdicts.push(guard::skipped(base.as_ref(), results));
-        let tests = self.test_paths();
-        let mut files = Vec::new();
-        for change in &changed {
-            if guard::assertions::Language::of(&change.path).is_none() {
-                continue;
-            }
-            files.push(FileTexts {
-                path: change.path.clone(),
-                before: wt.file_at(&att.base, &change.path)?,
-                after: if change.deleted {
-                    None
-                } else {
-                    wt.file_at("HEAD", &change.path)?
-                },
-            });
-        }
-        verdicts.push(guard::assertions(&files, &tests));
-        Ok(verdicts)
+        Ok(evaluate(
+            &self.git.at(&att.worktree),
+            &self.config,
+            &att.base,
+            "HEAD",
+            base.as_ref(),
+            results,
+            green,
+        )?)
     }
 
     /// On a red work check: the trajectory of this attempt's failing sets, and whether it says
@@ -357,4 +307,110 @@ pub(super) fn violation(guards: &[Verdict]) -> Option<(HaltReason, String)> {
             g.halt()
                 .map(|h| (h, format!("{h}: {}: {}", g.guard, g.detail)))
         })
+}
+
+/// The guards on the change `from` → `to`: blocked paths always; the oracle-integrity guards
+/// when the check of `to` is green (a red check cannot count as success, and a runner that
+/// crashed halfway reports a partial test set). `base` are the results of the check on `from`.
+/// Shared by the engine (an attempt's work against its base) and `accept` (the merged result
+/// against the target's tip).
+pub(crate) fn evaluate(
+    git: &crate::git::Git,
+    config: &crate::config::Config,
+    from: &str,
+    to: &str,
+    base: Option<&Results>,
+    results: Option<&Results>,
+    green: bool,
+) -> Result<Vec<Verdict>, crate::git::GitError> {
+    let changed: Vec<Change> = git
+        .changed_paths(from, to)?
+        .into_iter()
+        .map(|(path, deleted)| Change { path, deleted })
+        .collect();
+    // Validated when the config was read.
+    let blocked = PathSet::new(
+        crate::config::ALWAYS_BLOCKED
+            .iter()
+            .copied()
+            .chain(config.guards.blocked_paths.iter().map(String::as_str)),
+    )
+    .unwrap_or_else(|_| PathSet::empty());
+    let mut verdicts = vec![guard::blocked_paths(&changed, &blocked)];
+    if !green {
+        return Ok(verdicts);
+    }
+    verdicts.push(guard::test_set(base, results));
+    verdicts.push(guard::skipped(base, results));
+    let tests = PathSet::new(config.guards.test_paths.iter().map(String::as_str))
+        .unwrap_or_else(|_| PathSet::empty());
+    let mut files = Vec::new();
+    for change in &changed {
+        if guard::assertions::Language::of(&change.path).is_none() {
+            continue;
+        }
+        files.push(FileTexts {
+            path: change.path.clone(),
+            before: git.file_at(from, &change.path)?,
+            after: if change.deleted {
+                None
+            } else {
+                git.file_at(to, &change.path)?
+            },
+        });
+    }
+    verdicts.push(guard::assertions(&files, &tests));
+    Ok(verdicts)
+}
+
+/// A finished check's results: the configured results file, else the whole log.
+pub(crate) fn read_results(
+    config: &crate::config::Config,
+    worktree: &Path,
+    log: &Path,
+) -> Option<Results> {
+    let format = config.check.format;
+    if format == FormatChoice::ExitCode {
+        return None;
+    }
+    let bytes = match &config.check.results {
+        Some(file) => std::fs::read(worktree.join(file)).ok()?,
+        None => std::fs::read(log).ok()?,
+    };
+    format.parse(&bytes)
+}
+
+/// Where the first verdict of `command` on `tree` is cached.
+fn baseline_path(
+    ws: &crate::workspace::Workspace,
+    config: &crate::config::Config,
+    command: &str,
+    tree: &str,
+) -> PathBuf {
+    let mut key = Sha256::new();
+    key.update(tree.as_bytes());
+    key.update(b"\n");
+    key.update(command.as_bytes());
+    key.update(b"\n");
+    if let Some(file) = &config.check.results {
+        key.update(file.display().to_string().as_bytes());
+    }
+    let key: String = key
+        .finalize()
+        .iter()
+        .take(16)
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    ws.dir().join("baselines").join(format!("{key}.json"))
+}
+
+/// The cached results of `command` on `tree`, when an earlier check judged it and parsed.
+pub(crate) fn cached_results(
+    ws: &crate::workspace::Workspace,
+    config: &crate::config::Config,
+    command: &str,
+    tree: &str,
+) -> Option<Results> {
+    let bytes = std::fs::read(baseline_path(ws, config, command, tree)).ok()?;
+    serde_json::from_slice::<Baseline>(&bytes).ok()?.results
 }

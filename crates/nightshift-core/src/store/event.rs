@@ -175,6 +175,16 @@ pub enum EventKind {
     /// An item is parked: out of attempts, or parked outright (a notification for readers such
     /// as `nightshift wait`; the state change is the `attempt_failed` just before it).
     ItemParked { item: String, reason: String },
+    /// The item waits on a person's decision (a review escalated it); its branch is kept for
+    /// `nightshift accept`. Wakes `nightshift wait` (exit 16).
+    ItemEscalated { item: String, reason: String },
+    /// The item waits on actions only a person can take; `nightshift confirm` ships it. Wakes
+    /// `nightshift wait` (exit 16).
+    ItemAwaitingOperator {
+        item: String,
+        reason: String,
+        actions: Vec<String>,
+    },
     /// `run --until`: no new session or attempt starts after `until` (epoch seconds); the run
     /// then stops `deadline_reached`, resumable. In force until a `run_stopped` with that
     /// reason consumes it or another `deadline_set` replaces it.
@@ -411,6 +421,8 @@ impl EventKind {
             EventKind::RunUnpaused => "run_unpaused",
             EventKind::RunStopped { .. } => "run_stopped",
             EventKind::ItemParked { .. } => "item_parked",
+            EventKind::ItemEscalated { .. } => "item_escalated",
+            EventKind::ItemAwaitingOperator { .. } => "item_awaiting_operator",
             EventKind::DeadlineSet { .. } => "deadline_set",
             EventKind::GateWarned { .. } => "gate_warned",
             EventKind::CheckStarted { .. } => "check_started",
@@ -476,7 +488,9 @@ impl EventKind {
             | EventKind::DeadlineSet { .. }
             | EventKind::GateWarned { .. }
             | EventKind::RunFinished { .. } => (None, None),
-            EventKind::ItemParked { item, .. } => (Some(item), None),
+            EventKind::ItemParked { item, .. }
+            | EventKind::ItemEscalated { item, .. }
+            | EventKind::ItemAwaitingOperator { item, .. } => (Some(item), None),
         }
     }
 }

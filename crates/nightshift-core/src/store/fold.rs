@@ -143,6 +143,8 @@ pub fn apply(
         }
         EventKind::RunStopped { .. }
         | EventKind::ItemParked { .. }
+        | EventKind::ItemEscalated { .. }
+        | EventKind::ItemAwaitingOperator { .. }
         | EventKind::DeadlineSet { .. }
         | EventKind::GateWarned { .. } => {}
         EventKind::RunUnpaused => {

@@ -75,6 +75,8 @@ fn error(err: AcceptError, confirm: bool) -> CommandError {
                 "nothing moved; fix it on the kept branch (`nightshift restore ITEM`) or let a new run redo the item",
             )
         }
+        e @ AcceptError::GuardFailed { .. } => CommandError::new(ExitClass::Integrity, chain(&e))
+            .hint("nothing moved: the kept work weakens the oracle or touches a blocked path; `nightshift restore ITEM` shows it"),
         e @ AcceptError::TargetBlocked { .. } => CommandError::new(ExitClass::Workspace, chain(&e)),
         other => CommandError::new(ExitClass::Internal, chain(&other)),
     }

@@ -150,6 +150,33 @@ fn wait_wakes_on_an_item_parking_with_exit_11_and_prints_the_event() {
 }
 
 #[test]
+fn wait_wakes_on_an_escalation_with_exit_16_and_prints_the_event() {
+    let repo = Repo::new(&project());
+    // The review escalates with real doubt and there is no second opinion: a person decides.
+    let review = repo.agent_dir.join("review.sh");
+    std::fs::write(
+        &review,
+        "printf '%s\\n' '{\"verdict\": \"escalate\", \"reason\": \"unsure\", \"findings\": [{\"severity\": \"medium\", \"file\": \"done/e\", \"text\": \"is this intended?\"}]}' > \"$NIGHTSHIFT_VERDICT_FILE\"\n",
+    )
+    .unwrap();
+    let extra = format!(
+        "\n[agent.review]\ncommand = [\"sh\", \"{}\"]\n\n[review]\nwhen = \"always\"\n",
+        review.display()
+    );
+    let agent = Held::configure(&repo, &["e"], "true", SOLVE, 1, 1, &extra);
+    let mut run = spawn_run(&repo, &[]);
+    agent.wait_started();
+    let wait = start_wait(&repo, &[]);
+    agent.release();
+    let (code, line) = finish_wait(wait);
+    assert_eq!(code, Some(16), "{line}");
+    assert_eq!(line["wake"], "human_required");
+    assert_eq!(line["event"]["kind"], "item_escalated");
+    assert_eq!(line["event"]["item"], "e");
+    assert_eq!(run.wait().unwrap().code(), Some(16), "escalation_pending");
+}
+
+#[test]
 fn wait_wakes_on_the_run_halting_with_the_halt_class_and_at_once_when_already_halted() {
     let repo = Repo::new(&project());
     let agent = Held::configure(&repo, &["live"], "true", SOLVE, 1, 1, "");

@@ -493,6 +493,32 @@ fn accept_moves_nothing_when_the_check_is_red_on_the_merged_result() {
 }
 
 #[test]
+fn accept_runs_the_guards_on_the_merged_result_and_moves_nothing_when_one_fails() {
+    let repo = Repo::new(&project());
+    escalated_item(&repo);
+    // Before accepting, the operator blocks the path the kept work changes.
+    let config = std::fs::read_to_string(repo.root.join("nightshift.toml")).unwrap();
+    repo.write(
+        "nightshift.toml",
+        &format!("{config}\n[guards]\nblocked_paths = [\"done/**\"]\n"),
+    );
+    repo.git(&["commit", "-q", "-am", "block done/"]);
+    let before = repo.git(&["rev-parse", "main"]);
+
+    let out = repo.run(&["accept", "a"]);
+    assert_eq!(out.status.code(), Some(13), "{}", text(&out));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("blocked_path_modified") && stderr.contains("done/a"),
+        "{}",
+        text(&out)
+    );
+    assert_eq!(repo.git(&["rev-parse", "main"]), before, "nothing moved");
+    assert_eq!(repo.item_state("a"), "escalated");
+    repo.assert_clean_end();
+}
+
+#[test]
 fn accept_refuses_while_a_run_holds_the_lock_and_on_an_item_that_is_not_escalated() {
     let repo = Repo::new(&project());
     escalated_item(&repo);
