@@ -315,12 +315,8 @@ fn check_merged(
         // target's tip (blocked paths, assertions), and its tests against the tip's, when an
         // earlier check of the tip's tree left results.
         let results = crate::engine::verdict::read_results(opts.config, &path, log);
-        let base = crate::engine::verdict::cached_results(
-            ws,
-            opts.config,
-            &command,
-            &git.tree_of(tip)?,
-        );
+        let base =
+            crate::engine::verdict::cached_results(ws, opts.config, &command, &git.tree_of(tip)?);
         let verdicts = crate::engine::verdict::evaluate(
             git,
             opts.config,

@@ -632,9 +632,10 @@ impl Engine<'_> {
                     .tree_of(att.merged.as_deref().unwrap_or_default())?,
             ),
         };
-        let mut untrusted = tree
-            .as_deref()
-            .and_then(|t| self.contradicts_earlier(item, t, result.green, results.as_ref()));
+        let mut untrusted = match tree.as_deref() {
+            Some(t) => self.judge_determinism(item, t, result.green, results.as_ref()),
+            None => None,
+        };
         if let Some(why) = &untrusted
             && self.config.gates.mode("determinism") == crate::gate::GateMode::Log
         {

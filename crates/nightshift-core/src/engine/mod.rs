@@ -143,6 +143,11 @@ pub fn run(opts: RunOptions, observe: &mut dyn FnMut(&Event)) -> Result<RunSumma
         loop_mode: opts.loop_mode,
         deadline: None,
         alerts: AlertState::default(),
+        determinism: crate::check::stats::SequentialWilson::new(
+            crate::check::probe::DEFAULT_MAX_FLAKE_RATE,
+            crate::check::probe::DEFAULT_CONFIDENCE,
+        ),
+        determinism_seeded: std::collections::HashSet::new(),
     };
     // Before anything looks at a worktree: nothing a killed engine left running may still be
     // writing in one, and no lock a killed git left may block it.
@@ -194,6 +199,11 @@ struct Engine<'o> {
     deadline: Option<i64>,
     /// What has been alerted already (issue 6), so a retrying condition alerts once.
     alerts: AlertState,
+    /// Every repeated check of one tree is a sample of the oracle's stability (issue 5): the
+    /// sequential Wilson bound on its flake rate, per `tree command`.
+    determinism: crate::check::stats::SequentialWilson,
+    /// Trees whose cached first verdict was fed to `determinism` by this engine.
+    determinism_seeded: std::collections::HashSet<String>,
 }
 
 /// Alerts that must not repeat while their condition lasts.

@@ -254,6 +254,7 @@ impl Engine<'_> {
         };
         let halt_reason = halt_reason_of(verdict, reason.as_deref());
         let determinism = determinism(&iterations);
+        let bound = determinism_bound(&determinism);
         let mut context = self.context_manifest(&att.base);
         context.sort_by(|a, b| a.path.cmp(&b.path));
         Ok(Receipt {
@@ -285,7 +286,7 @@ impl Engine<'_> {
             guards,
             guards_complete,
             determinism,
-            determinism_bound: None,
+            determinism_bound: bound,
         })
     }
 
@@ -493,6 +494,24 @@ fn spend_totals(iterations: &[Iteration]) -> SpendTotals {
 }
 
 /// Check runs grouped by the tree they judged (by commit when the tree is unknown).
+/// The achieved bound on the check's flake rate from this attempt's repeated checks of one tree
+/// (exact Clopper–Pearson upper bound at 95%): `None` when no tree was checked twice, which is
+/// the usual case (each iteration checks new work). `probe` reaches a useful bound on purpose.
+fn determinism_bound(records: &[DeterminismRecord]) -> Option<f64> {
+    let trials: u64 = records
+        .iter()
+        .map(|r| u64::from(r.runs.saturating_sub(1)))
+        .sum();
+    let disagreements: u64 = records.iter().map(|r| u64::from(r.disagreements)).sum();
+    (trials > 0).then(|| {
+        crate::check::stats::clopper_pearson_upper(
+            disagreements,
+            trials,
+            crate::check::probe::DEFAULT_CONFIDENCE,
+        )
+    })
+}
+
 fn determinism(iterations: &[Iteration]) -> Vec<DeterminismRecord> {
     let mut groups: Vec<(String, DeterminismRecord, String)> = Vec::new();
     for c in iterations.iter().flat_map(|i| i.checks.iter()) {

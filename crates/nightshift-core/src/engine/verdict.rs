@@ -122,6 +122,50 @@ impl Engine<'_> {
         Ok(())
     }
 
+    /// Feeds this check of `tree` to the sequential Wilson monitor (seeded with the first
+    /// verdict ever recorded for the tree) and says why the oracle is untrusted, when the
+    /// lower bound on its flake rate is above the target (1% at 95%).
+    pub(super) fn judge_determinism(
+        &mut self,
+        item: &ItemRow,
+        tree: &str,
+        green: bool,
+        results: Option<&Results>,
+    ) -> Option<String> {
+        let key = format!("{tree} {}", self.check_command(item));
+        let verdict = |green: bool, results: Option<&Results>| {
+            let failing: Vec<String> = results
+                .map(|r| r.failing_stable().into_set().into_iter().collect())
+                .unwrap_or_default();
+            format!("{green} {}", failing.join(" "))
+        };
+        if self.determinism_seeded.insert(key.clone())
+            && let Some(first) = self.cached(item, tree)
+            && let Some(was) = first.green
+        {
+            self.determinism
+                .observe(&key, &verdict(was, first.results.as_ref()));
+        }
+        let stability = self.determinism.observe(&key, &verdict(green, results));
+        if !stability.untrusted {
+            return None;
+        }
+        let what = self
+            .contradicts_earlier(item, tree, green, results)
+            .unwrap_or_else(|| {
+                format!(
+                    "the check disagreed with itself on the tree {}",
+                    super::attempt::short(tree)
+                )
+            });
+        Some(format!(
+            "{what}: {} of {} repeated checks disagreed, flake rate at least {} with 95% confidence (target: below 1%)",
+            stability.disagreements,
+            stability.trials,
+            crate::check::stats::percent_up(stability.flake_rate_lower)
+        ))
+    }
+
     /// Whether this check of `tree` contradicts an earlier one of the same tree (another
     /// verdict, or another failing set): proof that the oracle is not deterministic.
     pub(super) fn contradicts_earlier(

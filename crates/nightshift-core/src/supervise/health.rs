@@ -57,9 +57,13 @@ pub struct Health {
     pub pause: Option<Pause>,
     /// Every pause of this run, oldest first.
     pub pauses: Vec<Pause>,
-    /// Warnings of this run per class: journal events named `<class>_warned` (e.g. `budget`).
-    // TODO(lead): when [gates] lands (helper "control"), count gate warnings by their class here.
+    /// Warnings of this run per gate class (`safety`, `product`, `process`): every
+    /// `gate_warned` by its class (a gate in `log` mode that tripped), and every
+    /// `budget_warned` (a soft share of a fuse) as `process`.
     pub gate_warnings: BTreeMap<String, u32>,
+    /// Review debts outstanding (work shipped without its review; any run): a run with debt
+    /// never exits 10.
+    pub debts_outstanding: u32,
     /// What this run spent, against its fuses.
     pub spend: SpendHealth,
     pub prevent_sleep: PreventSleep,
@@ -137,6 +141,8 @@ pub struct Tracker {
     /// Items integrated locally whose ship waits on the push (`done = "pushed"`).
     awaiting_push: HashSet<String>,
     runs: HashMap<String, RunAcc>,
+    /// Open review debts at the last update.
+    debts: u32,
 }
 
 impl Tracker {
@@ -146,6 +152,7 @@ impl Tracker {
 
     /// Reads the journal entries recorded since the last call.
     pub fn update(&mut self, store: &Store) -> Result<(), StoreError> {
+        self.debts = u32::try_from(store.open_debts()?.len()).unwrap_or(u32::MAX);
         loop {
             let events = store.events_after(self.last_seq, 1000)?;
             let Some(last) = events.last() else {
@@ -155,9 +162,14 @@ impl Tracker {
             for event in &events {
                 let at: Option<Timestamp> = event.at.parse().ok();
                 let acc = self.runs.entry(event.run_id.clone()).or_default();
-                let name = event.kind.name();
-                if let Some(class) = name.strip_suffix("_warned") {
-                    *acc.warnings.entry(class.to_owned()).or_default() += 1;
+                match &event.kind {
+                    EventKind::GateWarned { class, .. } => {
+                        *acc.warnings.entry(class.clone()).or_default() += 1;
+                    }
+                    EventKind::BudgetWarned { .. } => {
+                        *acc.warnings.entry("process".to_owned()).or_default() += 1;
+                    }
+                    _ => {}
                 }
                 match &event.kind {
                     EventKind::RunStarted { .. } => acc.started_at = at,
@@ -244,6 +256,7 @@ impl Tracker {
             pause,
             pauses: acc.map(|a| a.pauses.clone()).unwrap_or_default(),
             gate_warnings: acc.map(|a| a.warnings.clone()).unwrap_or_default(),
+            debts_outstanding: self.debts,
             spend: SpendHealth {
                 tokens: run.map_or(0.0, |r| r.spent_tokens),
                 usd: run.map_or(0.0, |r| r.spent_usd),

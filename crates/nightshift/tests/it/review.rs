@@ -389,6 +389,12 @@ fn a_debt_that_cannot_be_paid_keeps_the_run_from_exiting_10() {
     assert_eq!(repo.shipped_items(), ["a"]);
     assert_eq!(reviews(&repo), ["review a 1 1", "debt a 1 1", "debt a 1 2"]);
     assert_eq!(debts(&repo), [("a".into(), "open".into())]);
+    // The supervisor's health file shows the debt too.
+    let health: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(repo.root.join(".nightshift/health.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(health["debts_outstanding"], 1, "{health}");
     repo.assert_clean_end();
 }
 
