@@ -17,7 +17,7 @@ use crate::error::CommandError;
 use crate::json::{LOG_VERSION, LogLine};
 use crate::render;
 
-/// Loop items are named `loop-<UTC time>`: unique per loop, so an earlier loop's shipped item
+/// Loop items are named `loop-<UTC time>-<pid>`: unique per loop, so an earlier loop's shipped item
 /// never makes a new one a no-op.
 const PREFIX: &str = "loop-";
 
@@ -43,7 +43,12 @@ pub fn run(args: &LoopArgs) -> CommandResult {
     let resumable = unfinished_loop(&ws)?;
     let id = match &resumable {
         Some(id) => id.clone(),
-        None => format!("{PREFIX}{}", SystemClock.wall().strftime("%Y%m%dt%H%M%S")),
+        // The time names it for a person; the pid keeps two loops started in one second apart.
+        None => format!(
+            "{PREFIX}{}-{}",
+            SystemClock.wall().strftime("%Y%m%dt%H%M%S"),
+            std::process::id()
+        ),
     };
     let prompt = match &args.prompt {
         Some(p) if !p.trim().is_empty() => p.trim().to_owned(),
