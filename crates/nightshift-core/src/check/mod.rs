@@ -26,7 +26,11 @@ pub fn run(
     log: PathBuf,
 ) -> Result<CheckRun, SessionError> {
     let spec = ProcessSpec {
-        argv: vec!["sh".into(), "-c".into(), command.into()],
+        // One pipe for both streams: read from two pipes, a runner's stderr (cargo's
+        // `Running …` lines) and its test binaries' stdout interleave in whatever order the
+        // reader happens to see them, and results are read by that order. `exec 2>&1` keeps
+        // the order the processes wrote in.
+        argv: vec!["sh".into(), "-c".into(), format!("exec 2>&1\n{command}")],
         cwd,
         env,
         timeout,

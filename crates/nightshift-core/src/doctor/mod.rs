@@ -163,6 +163,7 @@ pub fn doctor(
 ) -> Report {
     let mut findings = Vec::new();
     let mut push = |f: Finding, findings: &mut Vec<Finding>| {
+        let f = gated(config, f);
         progress(&f);
         findings.push(f);
     };
@@ -194,6 +195,19 @@ pub fn doctor(
         push(f, &mut findings);
     }
     Report { findings }
+}
+
+/// A failing finding whose gate is in `log` mode (`[gates] determinism = "log"`, `adequacy =
+/// "log"`) is reported as a warning: logged, not refusing a run.
+fn gated(config: &Config, mut f: Finding) -> Finding {
+    let logged = crate::gate::spec(&f.name).is_some()
+        && config.gates.mode(&f.name) == crate::gate::GateMode::Log;
+    if f.status == Status::Fail && logged {
+        f.status = Status::Warn;
+        f.detail = format!("{} (logged: [gates] {} = \"log\")", f.detail, f.name);
+        f.halt = None;
+    }
+    f
 }
 
 /// The check doctor examines: `[check] command`, else the first item's own check.

@@ -415,7 +415,7 @@ mod tests {
         assert_eq!(h.hours_since_last_ship, Some(1.5));
         assert_eq!(h.pauses.len(), 1);
         assert_eq!(h.state, "paused");
-        assert_eq!(h.gate_warnings.get("budget"), Some(&1));
+        assert_eq!(h.gate_warnings.get("process"), Some(&1));
         assert_eq!(h.engine_restarts, 1);
         assert_eq!(h.spend.usd_limit, Some(5.0));
         record(

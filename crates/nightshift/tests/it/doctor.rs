@@ -105,6 +105,25 @@ fn a_check_that_is_always_green_is_inadequate_15() {
 }
 
 #[test]
+fn the_adequacy_gate_in_log_mode_warns_instead_of_refusing() {
+    let repo = Repo::new(&good_project());
+    repo.configure(&format!(
+        "{}\n[gates]\nadequacy = \"log\"\n",
+        config(&repo, "true")
+    ));
+    let out = repo.run(&["doctor", "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let j = json(&out);
+    let f = finding(&j, "adequacy");
+    assert_eq!(f["status"], "warn", "{f}");
+    assert!(f["halt"].is_null(), "{f}");
+    assert!(
+        f["detail"].as_str().unwrap().contains("[gates] adequacy"),
+        "{f}"
+    );
+}
+
+#[test]
 fn a_missing_agent_binary_is_an_execution_failure_40_and_run_refuses_to_start() {
     let repo = Repo::new(&good_project());
     repo.configure(&config(&repo, "sh check.sh").replace(
