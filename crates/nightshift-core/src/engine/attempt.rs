@@ -72,10 +72,9 @@ impl Engine<'_> {
         }
         match att.phase.as_str() {
             "preparing" => self.prepare_worktree(att),
-            "ready" => {
-                self.ensure_baseline(item, att)?;
-                self.run_session(item, att, 1)
-            }
+            // The base's check (when no earlier check judged its tree) is a step of its own.
+            "ready" if self.ensure_baseline(item, att)? => Ok(()),
+            "ready" => self.run_session(item, att, 1),
             // Interrupted by a crash: the session did not finish, so it runs again (the agent
             // continues on top of whatever it left in the worktree).
             "session" => self.run_session(item, att, att.iteration.max(1)),
@@ -587,7 +586,7 @@ impl Engine<'_> {
             CheckStage::Merged => Vec::new(),
         };
         let wt = self.git.at(&worktree);
-        wt.restore_paths(&att.base, &protected)?;
+        wt.restore_paths(&super::verdict::guard_base(att), &protected)?;
         self.clear_results_file(&worktree);
         let result = check::run(
             &command,

@@ -31,15 +31,6 @@ impl Engine<'_> {
             .ws
             .worktrees()
             .join(format!("debt-{}-{}", debt.item, debt.attempt));
-        self.drop_debt_tree(&path)?;
-        self.git.run(&[
-            "worktree",
-            "add",
-            "--detach",
-            "--quiet",
-            &path.display().to_string(),
-            debt.commit.as_str(),
-        ])?;
         let run_id = self.run_id();
         let try_number = if debt.last_run.as_deref() == Some(run_id.as_str()) {
             debt.tries + 1
@@ -55,9 +46,55 @@ impl Engine<'_> {
             .into_iter()
             .find(|i| i.id == debt.item);
         let task = item.as_ref().map(|i| i.prompt.clone()).unwrap_or_default();
-        let diff = self
-            .git
-            .run(&["diff", debt.base.as_str(), debt.commit.as_str()])?;
+        // The try is counted first: a debt whose commit cannot be checked out (rewritten away,
+        // a git failure) is settled `unresolved` with the reason, never an engine error that a
+        // restart would meet again at the head of every run.
+        self.record(EventKind::DebtReviewStarted {
+            item: debt.item.clone(),
+            attempt: debt.attempt,
+            log: logs
+                .join(format!("{stem}.review.log"))
+                .display()
+                .to_string(),
+        })?;
+        let prepared = self.drop_debt_tree(&path).and_then(|()| {
+            self.git.run(&[
+                "worktree",
+                "add",
+                "--detach",
+                "--quiet",
+                &path.display().to_string(),
+                debt.commit.as_str(),
+            ])?;
+            Ok(self
+                .git
+                .run(&["diff", debt.base.as_str(), debt.commit.as_str()])?)
+        });
+        let diff = match prepared {
+            Ok(diff) => diff,
+            Err(e) => {
+                let _ = self.drop_debt_tree(&path);
+                let why = format!(
+                    "could not check out the shipped commit {} for review: {e}",
+                    super::attempt::short(&debt.commit)
+                );
+                notify::attention(
+                    &self.ws,
+                    self.clock.as_ref(),
+                    &format!("{}: review debt unresolved: {why}", debt.item),
+                );
+                self.record(EventKind::DebtSettled {
+                    item: debt.item.clone(),
+                    attempt: debt.attempt,
+                    outcome: "unresolved".into(),
+                    why,
+                    verdict: None,
+                    feedback: None,
+                    spend: None,
+                })?;
+                return Ok(());
+            }
+        };
         let prompt = review_prompt(&PromptParts {
             item: &debt.item,
             task: &task,
@@ -81,14 +118,6 @@ impl Engine<'_> {
                 cache_read_weight: self.config.budget.cache_read_weight,
             },
         };
-        self.record(EventKind::DebtReviewStarted {
-            item: debt.item.clone(),
-            attempt: debt.attempt,
-            log: logs
-                .join(format!("{stem}.review.log"))
-                .display()
-                .to_string(),
-        })?;
         let agent = self
             .config
             .review
@@ -135,7 +164,15 @@ impl Engine<'_> {
             let now = self.clock.wall().as_second();
             let wait = self.config.session.fault_backoff.as_secs().max(1) as i64;
             self.pause(
-                format!("the debt review of {} waits on the environment", debt.item),
+                format!(
+                    "{}: the debt review of {} waits",
+                    if ended.end.outcome == Outcome::RateLimited {
+                        "rate_limited"
+                    } else {
+                        "env_fault: transient"
+                    },
+                    debt.item
+                ),
                 now + wait,
                 &debt.item,
             )?;

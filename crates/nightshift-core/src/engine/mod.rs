@@ -251,7 +251,18 @@ impl Journal<'_, '_> {
         use crate::session::SessionEvent;
         match event {
             SessionEvent::BudgetWarned(c) => {
-                if c.scope == crate::session::Scope::Run {
+                // Every session of a run past 80% crosses the share again: alert once per run
+                // and metric (the journal still records each crossing).
+                let first = c.scope == crate::session::Scope::Run
+                    && !self
+                        .store
+                        .run_events(self.run_id, &["budget_warned"])?
+                        .iter()
+                        .any(|e| {
+                            matches!(&e.kind, EventKind::BudgetWarned { scope, metric, .. }
+                                if *scope == c.scope && *metric == c.metric)
+                        });
+                if first {
                     let mut alert = crate::notify::Alert::new(
                         crate::notify::AlertKind::Budget,
                         format!(
@@ -469,6 +480,10 @@ impl Engine<'_> {
             }
             // Review debt is a queue that blocks: it is paid before new work starts.
             if let Some(debt) = self.next_debt()? {
+                // A debt review is a session: none starts past the deadline.
+                if self.deadline_passed() {
+                    return self.deadline_stop();
+                }
                 self.review_debt(&debt)?;
                 continue;
             }
@@ -523,8 +538,11 @@ impl Engine<'_> {
         let Some(item) = items.first() else {
             return Ok(HaltReason::NoActionableItems);
         };
-        if item.state == "shipped" {
-            return Ok(HaltReason::SuccessConditionMet);
+        match item.state.as_str() {
+            "shipped" => return Ok(HaltReason::SuccessConditionMet),
+            "escalated" => return Ok(HaltReason::EscalationPending),
+            "awaiting_operator" => return Ok(HaltReason::AwaitingOperator),
+            _ => {}
         }
         let run_id = self.run_id();
         let attempt = item.current_attempt.unwrap_or(0);
@@ -553,6 +571,10 @@ impl Engine<'_> {
             HaltReason::BudgetExceeded
         } else if reason.starts_with("check still red after") {
             HaltReason::MaxIterationsReached
+        } else if reason.contains("merge conflict") || reason.contains("review") {
+            // A conflict with the target, or review cycles used up: the branch is kept and a
+            // person decides.
+            HaltReason::EscalationPending
         } else {
             HaltReason::ExecutionFailure
         })
@@ -695,7 +717,8 @@ impl Engine<'_> {
 /// `--until` deadline does not allow); checks, commits and integration of finished work do not.
 fn starts_session(att: &crate::store::AttemptRow, max_iterations: u32) -> bool {
     match att.phase.as_str() {
-        "preparing" | "ready" | "session" | "session_retry" | "conflict" | "review_repair" => true,
+        "preparing" | "ready" | "session" | "session_retry" | "conflict" | "review_repair"
+        | "reviewing" | "second_opinion" | "second_reviewing" => true,
         "red" => att.iteration < max_iterations,
         _ => false,
     }

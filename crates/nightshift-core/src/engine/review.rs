@@ -367,7 +367,16 @@ impl Engine<'_> {
             let now = self.clock.wall().as_second();
             let wait = self.config.session.fault_backoff.as_secs().max(1) as i64;
             self.pause(
-                format!("{outcome:?}: the review of {} waits", att.item).to_lowercase(),
+                // The prefixes `wait` and alerts classify pauses by (wake.rs).
+                format!(
+                    "{}: the review of {} waits",
+                    if outcome == Outcome::RateLimited {
+                        "rate_limited"
+                    } else {
+                        "env_fault: transient"
+                    },
+                    att.item
+                ),
                 now + wait,
                 &att.item,
             )?;
@@ -503,6 +512,13 @@ impl Engine<'_> {
         match class.action(&self.config.review.triage) {
             TriageAction::Fix if cycles_left => {
                 // What is beyond the checked commit was never going to ship: put the tree back.
+                // Preserved first (promise: never reset away work that was not kept).
+                let run_id = self.run_id();
+                let kept = format!(
+                    "refs/nightshift/preserve/{}/{}-before-fix-{}",
+                    att.item, att.attempt, att.review_cycles
+                );
+                self.preserve_to(&run_id, att, kept)?;
                 let candidate = att.candidate.clone().unwrap_or_default();
                 wt.run(&["reset", "--hard", "--quiet", candidate.as_str()])?;
                 wt.run(&["clean", "-fd", "--quiet"])?;

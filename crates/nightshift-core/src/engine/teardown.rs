@@ -138,6 +138,16 @@ impl Engine<'_> {
     /// `refs/nightshift/preserve/<item>/<attempt>`. Touches neither the worktree nor its index.
     fn preserve(&mut self, run_id: &str, att: &AttemptRow) -> Result<String, EngineError> {
         let ref_name = format!("refs/nightshift/preserve/{}/{}", att.item, att.attempt);
+        self.preserve_to(run_id, att, ref_name)
+    }
+
+    /// [`Engine::preserve`] under another ref (e.g. before triage puts the tree back).
+    pub(super) fn preserve_to(
+        &mut self,
+        run_id: &str,
+        att: &AttemptRow,
+        ref_name: String,
+    ) -> Result<String, EngineError> {
         let path = PathBuf::from(&att.worktree);
         // A shipped attempt's work is all in its candidate commit (committed before the check
         // that let it through); anything else gets a snapshot of the whole tree.

@@ -21,6 +21,10 @@ struct Baseline {
     green: Option<bool>,
     /// `None`: the output did not parse.
     results: Option<Results>,
+    /// The run that recorded it: verdicts are compared for determinism within a run only (the
+    /// machine, the toolchain and the network may change between runs).
+    #[serde(default)]
+    run: Option<String>,
 }
 
 impl Engine<'_> {
@@ -69,6 +73,7 @@ impl Engine<'_> {
         let body = serde_json::to_vec(&Baseline {
             green: Some(green),
             results: results.cloned(),
+            run: Some(self.run_id()),
         });
         if let Ok(body) = body
             && std::fs::write(&tmp, body).is_ok()
@@ -79,17 +84,29 @@ impl Engine<'_> {
 
     /// Before the first session of an attempt (its worktree is still the base): make sure the
     /// base's results are known, running the check once when no earlier check saw this tree.
+    /// Returns whether it ran (a step of its own: the scheduler looks at stops, pauses and the
+    /// deadline before the first session starts).
     pub(super) fn ensure_baseline(
         &mut self,
         item: &ItemRow,
         att: &AttemptRow,
-    ) -> Result<(), EngineError> {
+    ) -> Result<bool, EngineError> {
         if self.config.check.format == FormatChoice::ExitCode || att.iteration > 0 {
-            return Ok(());
+            return Ok(false);
         }
         let tree = self.git.tree_of(&att.base)?;
         if self.cached_baseline(item, &tree).is_some() {
-            return Ok(());
+            return Ok(false);
+        }
+        // Once per attempt, even when the cache cannot be written.
+        let done = self.store.attempt_events(
+            &self.run_id(),
+            &att.item,
+            att.attempt,
+            Some("baseline_checked"),
+        )?;
+        if !done.is_empty() {
+            return Ok(false);
         }
         let worktree = PathBuf::from(&att.worktree);
         let logs = self.ws.logs(&self.run_id());
@@ -103,14 +120,22 @@ impl Engine<'_> {
             self.config.check.timeout,
             log.clone(),
         )?;
-        if run.end.outcome == crate::session::Outcome::Stopped {
-            return Ok(());
-        }
-        let results = self.read_results(&worktree, &log);
+        // Nothing the check started may outlive it and write into the agent's tree.
+        crate::session::sweep(
+            &worktree,
+            self.config.session.kill_grace,
+            crate::session::Reach::HoldersAndOrphans,
+            Some(self.started_boot),
+        );
         // The agent starts from the base's tree, not from what its check wrote: untracked
         // litter and edits to tracked files go (ignored files, such as build caches, stay).
+        let results = self.read_results(&worktree, &log);
         self.clear_results_file(&worktree);
         self.git.at(&worktree).discard_changes()?;
+        if run.end.outcome == crate::session::Outcome::Stopped {
+            // Not a verdict: the baseline runs again when the run resumes.
+            return Ok(true);
+        }
         self.cache_baseline(item, &tree, run.green, results.as_ref());
         self.record(EventKind::BaselineChecked {
             item: att.item.clone(),
@@ -119,7 +144,7 @@ impl Engine<'_> {
             results: results.as_ref().map(CheckSummary::of),
             log: log.display().to_string(),
         })?;
-        Ok(())
+        Ok(true)
     }
 
     /// Feeds this check of `tree` to the sequential Wilson monitor (seeded with the first
@@ -141,23 +166,19 @@ impl Engine<'_> {
         };
         if self.determinism_seeded.insert(key.clone())
             && let Some(first) = self.cached(item, tree)
+            && first.run.as_deref() == Some(self.run_id().as_str())
             && let Some(was) = first.green
         {
             self.determinism
                 .observe(&key, &verdict(was, first.results.as_ref()));
         }
         let stability = self.determinism.observe(&key, &verdict(green, results));
+        // The bound is over every repeated check of the run; it is this check, contradicting
+        // the first verdict on its own tree, that is reported (never an unrelated tree).
         if !stability.untrusted {
             return None;
         }
-        let what = self
-            .contradicts_earlier(item, tree, green, results)
-            .unwrap_or_else(|| {
-                format!(
-                    "the check disagreed with itself on the tree {}",
-                    super::attempt::short(tree)
-                )
-            });
+        let what = self.contradicts_earlier(item, tree, green, results)?;
         Some(format!(
             "{what}: {} of {} repeated checks disagreed, flake rate at least {} with 95% confidence (target: below 1%)",
             stability.disagreements,
@@ -175,7 +196,9 @@ impl Engine<'_> {
         green: bool,
         results: Option<&Results>,
     ) -> Option<String> {
-        let earlier = self.cached(item, tree)?;
+        let earlier = self
+            .cached(item, tree)
+            .filter(|b| b.run.as_deref() == Some(self.run_id().as_str()))?;
         let short = super::attempt::short(tree);
         if let Some(was) = earlier.green
             && was != green
@@ -208,9 +231,10 @@ impl Engine<'_> {
         }
         let tests = self.test_paths();
         let wt = self.git.at(&att.worktree);
+        let from = guard_base(att);
         let mut paths = Vec::new();
-        for (path, _deleted) in wt.changed_paths(&att.base, "HEAD")? {
-            if tests.is_match(&path) && wt.file_at(&att.base, &path)?.is_some() {
+        for (path, _deleted) in wt.changed_paths(&from, "HEAD")? {
+            if tests.is_match(&path) && wt.file_at(&from, &path)?.is_some() {
                 paths.push(path);
             }
         }
@@ -233,12 +257,13 @@ impl Engine<'_> {
         results: Option<&Results>,
         green: bool,
     ) -> Result<Vec<Verdict>, EngineError> {
-        let tree = self.git.tree_of(&att.base)?;
+        let from = guard_base(att);
+        let tree = self.git.tree_of(&from)?;
         let base = self.cached_baseline(item, &tree).flatten();
         Ok(evaluate(
             &self.git.at(&att.worktree),
             &self.config,
-            &att.base,
+            &from,
             "HEAD",
             base.as_ref(),
             results,
@@ -253,10 +278,18 @@ impl Engine<'_> {
         item: &ItemRow,
         att: &AttemptRow,
     ) -> Result<Option<(HaltReason, String)>, EngineError> {
-        let history = self.failing_history(item, att)?;
+        let (base, checks) = self.failing_history(item, att)?;
         let k = self.config.check.no_progress_after as usize;
-        let progress = crate::check::results::assess(&history, k);
-        let sizes: Vec<String> = history.iter().map(|s| s.len().to_string()).collect();
+        // The base's failing set is where a "fixed" test was failing before the agent touched
+        // it, so it counts for oscillation and regression; it does not count as a best to beat
+        // (a green base, or an agent that writes the item's tests first, would otherwise make
+        // every shrinking trajectory look stuck). `explain` judges the same way.
+        let full: Vec<_> = base.iter().cloned().chain(checks.iter().cloned()).collect();
+        let progress = match crate::check::results::assess(&full, k) {
+            p @ (Progress::Oscillation | Progress::SameTestRegressed { .. }) => p,
+            _ => crate::check::results::assess(&checks, k),
+        };
+        let sizes: Vec<String> = full.iter().map(|s| s.len().to_string()).collect();
         let trajectory = sizes.join(" → ");
         Ok(match progress {
             Progress::Improving | Progress::Converged => None,
@@ -314,11 +347,7 @@ impl Engine<'_> {
     /// The failing sets the attempt went through, oldest first: the base's (where its output
     /// parsed), then each work check's that parsed. The base is where a "fixed" test was
     /// failing before the agent touched it.
-    fn failing_history(
-        &self,
-        item: &ItemRow,
-        att: &AttemptRow,
-    ) -> Result<Vec<crate::check::results::FailingSet>, EngineError> {
+    fn failing_history(&self, item: &ItemRow, att: &AttemptRow) -> Result<Trajectory, EngineError> {
         let tree = self.git.tree_of(&att.base)?;
         let base = self
             .cached_baseline(item, &tree)
@@ -338,7 +367,7 @@ impl Engine<'_> {
             } => Some(summary.failing.into_iter().collect()),
             _ => None,
         });
-        Ok(base.into_iter().chain(checks).collect())
+        Ok((base, checks.collect()))
     }
 }
 
@@ -436,6 +465,9 @@ fn baseline_path(
     key.update(b"\n");
     key.update(command.as_bytes());
     key.update(b"\n");
+    // A format named in the config reads other ids than detection might.
+    key.update(format!("{:?}", config.check.format).as_bytes());
+    key.update(b"\n");
     if let Some(file) = &config.check.results {
         key.update(file.display().to_string().as_bytes());
     }
@@ -457,4 +489,19 @@ pub(crate) fn cached_results(
 ) -> Option<Results> {
     let bytes = std::fs::read(baseline_path(ws, config, command, tree)).ok()?;
     serde_json::from_slice::<Baseline>(&bytes).ok()?.results
+}
+
+/// The base's failing set (when its output parsed) and each work check's, oldest first.
+type Trajectory = (
+    Option<crate::check::results::FailingSet>,
+    Vec<crate::check::results::FailingSet>,
+);
+
+/// What an attempt's changes are measured from: its base, or after a conflict repair merged the
+/// target's tip into it, that tip (the target's own changes since the base are not the agent's).
+pub(super) fn guard_base(att: &AttemptRow) -> String {
+    match &att.onto {
+        Some(onto) if att.conflict_repairs > 0 => onto.clone(),
+        _ => att.base.clone(),
+    }
 }

@@ -178,7 +178,13 @@ pub fn apply(
             let violated = guards
                 .iter()
                 .any(|g| g.state == crate::guard::GuardState::Fail);
+            // A blocked path is the agent's act whatever the oracle says; a weakened test is
+            // judged by an oracle, which must first be trusted.
+            let blocked = guards.iter().any(|g| {
+                g.guard == crate::guard::BLOCKED_PATHS && g.state == crate::guard::GuardState::Fail
+            });
             let phase = match (stage, green) {
+                (CheckStage::Work, _) if blocked => "violated",
                 // An oracle that contradicts itself judges nothing.
                 _ if untrusted.is_some() => "untrusted",
                 // A guard dominates the verdict: nothing violated ever counts as green.

@@ -100,8 +100,8 @@ fn a_loop_with_the_same_failing_set_for_k_iterations_exits_17_no_progress() {
     let checks = crate::guards::events(&repo, "check_ended", &item);
     assert_eq!(
         checks.len(),
-        3,
-        "the base's set, then three iterations without a new best"
+        4,
+        "the first iteration's set is the best to beat; three more without a new best"
     );
     repo.assert_clean_end();
 }
@@ -164,4 +164,22 @@ fn a_loop_whose_agent_writes_nightshift_config_exits_13_blocked_path_modified() 
     assert_eq!(halt(&repo), "blocked_path_modified");
     assert!(!repo.git(&["show", "main:calc.py"]).contains("a + b"));
     repo.assert_clean_end();
+}
+
+#[test]
+fn a_green_base_does_not_make_a_shrinking_trajectory_look_stuck() {
+    // The base is green (one passing test). The agent writes the item's four tests first (all
+    // red), then makes one pass per iteration: 4 → 3 → 2 → 1 → 0. Counting the green base as
+    // the best to beat would call that "no progress" at the third iteration.
+    let repo = Repo::new(&[
+        ("run_tests.py", RUNNER),
+        ("tests/test_base.py", "def test_ok():\n    assert True\n"),
+    ]);
+    let tests = "def read(name):\n    try:\n        return open(name).read().strip()\n    except OSError:\n        return ''\n\n\ndef test_a():\n    assert read('a.txt') == 'ok'\n\n\ndef test_b():\n    assert read('b.txt') == 'ok'\n\n\ndef test_c():\n    assert read('c.txt') == 'ok'\n\n\ndef test_d():\n    assert read('d.txt') == 'ok'\n";
+    let script = format!(
+        "when iteration == 1\nwrite tests/test_x.py <<END\n{tests}END\nwhen iteration == 2\nwrite a.txt \"ok\"\nwhen iteration == 3\nwrite b.txt \"ok\"\nwhen iteration == 4\nwrite c.txt \"ok\"\nwhen iteration == 5\nwrite d.txt \"ok\"\n"
+    );
+    let out = run_loop(&repo, &script, 6);
+    assert_eq!(out.status.code(), Some(10), "{}", text(&out));
+    assert_eq!(halt(&repo), "success_condition_met");
 }
