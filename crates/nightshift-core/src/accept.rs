@@ -149,34 +149,31 @@ pub fn accept(opts: &AcceptOptions<'_>) -> Result<Accepted, AcceptError> {
             target: run.target.clone(),
             why: "the branch does not exist".into(),
         })?;
-    let tree = if tip == att.base {
-        format!("{candidate}^{{tree}}")
+    // Killed (or the journal failed) between moving the target and recording it: the commit
+    // is on the target already, with this item's and attempt's trailers. Record it; never
+    // merge the same work a second time.
+    let landed = git.run(&[
+        "log",
+        "-1",
+        "--format=%H",
+        "--all-match",
+        "--fixed-strings",
+        "--grep",
+        &format!("Nightshift-Run: {}", run.id),
+        "--grep",
+        &format!("Nightshift-Item: {}", item.id),
+        "--grep",
+        &format!("Nightshift-Attempt: {}", att.attempt),
+        "--grep",
+        "Nightshift-Accepted: ",
+        &tip,
+    ])?;
+    let landed = landed.trim();
+    let merged = if landed.is_empty() {
+        merge_check_and_move(opts, &git, &item, &att, &candidate, &tip, &run, verb)?
     } else {
-        match git.merge_tree(&tip, &candidate)? {
-            MergeOutcome::Clean { tree } => tree,
-            MergeOutcome::Conflict { paths } => {
-                return Err(AcceptError::Conflict {
-                    item: item.id.clone(),
-                    target: run.target.clone(),
-                    paths,
-                });
-            }
-        }
+        landed.to_owned()
     };
-    let merged = git.commit_tree(&tree, &[&tip], &message(&item, &run.id, att.attempt, verb))?;
-    // The oracle judges exactly what would land, in a tree of its own.
-    let log = ws
-        .logs(&run.id)
-        .join(format!("{}-a{}.{verb}-check.log", item.id, att.attempt));
-    let green = check_merged(opts, &git, &item, &att, &merged, &tip, &run.id, &log)?;
-    if !green {
-        return Err(AcceptError::CheckRed {
-            item: item.id.clone(),
-            target: run.target.clone(),
-            log: log.display().to_string(),
-        });
-    }
-    move_target(&git, &run.target, &target_ref, &merged, &tip)?;
     let debt = if opts.confirm && opts.config.review.review.when == ReviewWhen::Never {
         None
     } else if opts.confirm {
@@ -212,6 +209,56 @@ pub fn accept(opts: &AcceptOptions<'_>) -> Result<Accepted, AcceptError> {
         debt,
         actions,
     })
+}
+
+/// Merges the kept work onto the tip, checks it (check and guards) in a tree of its own, and
+/// moves the target; returns the commit that landed.
+#[expect(
+    clippy::too_many_arguments,
+    reason = "the facts of one accept, passed down once"
+)]
+fn merge_check_and_move(
+    opts: &AcceptOptions<'_>,
+    git: &Git,
+    item: &ItemRow,
+    att: &AttemptRow,
+    candidate: &str,
+    tip: &str,
+    run: &crate::store::RunRow,
+    verb: &str,
+) -> Result<String, AcceptError> {
+    let ws = opts.workspace;
+    let target_ref = format!("refs/heads/{}", run.target);
+    let tree = if tip == att.base {
+        format!("{candidate}^{{tree}}")
+    } else {
+        match git.merge_tree(tip, candidate)? {
+            MergeOutcome::Clean { tree } => tree,
+            MergeOutcome::Conflict { paths } => {
+                return Err(AcceptError::Conflict {
+                    item: item.id.clone(),
+                    target: run.target.clone(),
+                    paths,
+                });
+            }
+        }
+    };
+    let merged = git.commit_tree(&tree, &[tip], &message(item, &run.id, att.attempt, verb))?;
+    // The oracle judges exactly what would land, in a tree of its own.
+    let log = ws
+        .logs(&run.id)
+        .join(format!("{}-a{}.{verb}-check.log", item.id, att.attempt));
+    let green = check_merged(opts, git, item, att, &merged, tip, &run.id, &log)?;
+    if !green {
+        return Err(AcceptError::CheckRed {
+            item: item.id.clone(),
+            target: run.target.clone(),
+            log: log.display().to_string(),
+        });
+    }
+    move_target(git, &run.target, &target_ref, &merged, tip)?;
+    crate::failpoint::hit("accept_moved");
+    Ok(merged)
 }
 
 /// The item's latest attempt that kept its branch.

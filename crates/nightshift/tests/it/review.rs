@@ -525,6 +525,36 @@ fn accept_runs_the_guards_on_the_merged_result_and_moves_nothing_when_one_fails(
 }
 
 #[test]
+fn accept_killed_after_moving_the_target_records_it_once_on_the_next_accept() {
+    use std::os::unix::process::ExitStatusExt;
+    let repo = Repo::new(&project());
+    escalated_item(&repo);
+    let killed = repo
+        .cmd(&["accept", "a"])
+        .env(nightshift_core::failpoint::ENV, "accept_moved")
+        .output()
+        .unwrap();
+    assert_eq!(killed.status.signal(), Some(9), "{}", text(&killed));
+    let moved = repo.git(&["rev-parse", "main"]);
+    assert_eq!(
+        repo.item_state("a"),
+        "escalated",
+        "the move is not journaled yet"
+    );
+
+    let out = repo.run(&["accept", "a"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert_eq!(
+        repo.git(&["rev-parse", "main"]),
+        moved,
+        "not merged a second time"
+    );
+    assert_eq!(repo.shipped_items(), ["a"]);
+    assert_eq!(repo.item_state("a"), "shipped");
+    repo.assert_clean_end();
+}
+
+#[test]
 fn accept_refuses_while_a_run_holds_the_lock_and_on_an_item_that_is_not_escalated() {
     let repo = Repo::new(&project());
     escalated_item(&repo);
