@@ -183,3 +183,23 @@ fn a_green_base_does_not_make_a_shrinking_trajectory_look_stuck() {
     assert_eq!(out.status.code(), Some(10), "{}", text(&out));
     assert_eq!(halt(&repo), "success_condition_met");
 }
+
+#[test]
+fn a_loop_where_a_fixed_test_fails_again_exits_17_same_test_regressed() {
+    let repo = Repo::new(&[
+        ("run_tests.py", RUNNER),
+        (
+            "tests/test_files.py",
+            "def read(name):\n    try:\n        return open(name).read().strip()\n    except OSError:\n        return ''\n\n\ndef test_a():\n    assert read('a.txt') == 'ok'\n\n\ndef test_b():\n    assert read('b.txt') == 'ok'\n",
+        ),
+    ]);
+    // Base {a, b}; iteration 1 fixes a ({b}); iteration 2 fixes b and breaks a again ({a}).
+    let out = run_loop(
+        &repo,
+        "when iteration == 1\nwrite a.txt \"ok\"\nwhen iteration >= 2\nwrite a.txt \"broken\"\nwrite b.txt \"ok\"\n",
+        5,
+    );
+    assert_eq!(out.status.code(), Some(17), "{}", text(&out));
+    assert_eq!(halt(&repo), "same_test_regressed");
+    repo.assert_clean_end();
+}
