@@ -524,6 +524,17 @@ impl Engine<'_> {
         })
     }
 
+    /// Whether a run fuse (`run_tokens`, `run_usd`) is spent, when the budget gate enforces.
+    pub(super) fn run_budget_spent(&self) -> Result<bool, EngineError> {
+        if self.config.gates.mode("budget") != crate::gate::GateMode::Enforce {
+            return Ok(false);
+        }
+        let b = self.config.budget;
+        let run = self.run()?;
+        Ok(b.run_tokens.is_some_and(|l| run.spent_tokens >= l as f64)
+            || b.run_usd.is_some_and(|l| run.spent_usd >= l))
+    }
+
     /// Before a session: a spent item budget parks the item, a spent run budget halts the run.
     /// Returns whether the session must not start.
     fn budget_gate(&mut self, item: &ItemRow, att: &AttemptRow) -> Result<bool, EngineError> {
@@ -531,10 +542,7 @@ impl Engine<'_> {
             return Ok(false);
         }
         let b = self.config.budget;
-        let run = self.run()?.clone();
-        let run_spent = b.run_tokens.is_some_and(|l| run.spent_tokens >= l as f64)
-            || b.run_usd.is_some_and(|l| run.spent_usd >= l);
-        if run_spent {
+        if self.run_budget_spent()? {
             self.halt_requested = Some(HaltReason::BudgetExceeded);
             self.fail(att, "the run's budget is spent".into())?;
             return Ok(true);

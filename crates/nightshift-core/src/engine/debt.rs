@@ -27,6 +27,10 @@ impl Engine<'_> {
 
     /// One review-only session over a shipped commit, in a detached worktree of its own.
     pub(super) fn review_debt(&mut self, debt: &DebtRow) -> Result<(), EngineError> {
+        if self.run_budget_spent()? {
+            self.halt_requested = Some(crate::halt::HaltReason::BudgetExceeded);
+            return Ok(());
+        }
         let path = self
             .ws
             .worktrees()

@@ -138,6 +138,12 @@ impl Engine<'_> {
         att: &AttemptRow,
         reviewer: Reviewer,
     ) -> Result<(), EngineError> {
+        // A review is a session too: with the run's budget spent none starts; the run halts
+        // `budget_exceeded` and the attempt waits in its phase for the next run.
+        if self.run_budget_spent()? {
+            self.halt_requested = Some(HaltReason::BudgetExceeded);
+            return Ok(());
+        }
         let setup = &self.config.review;
         let agent = match reviewer {
             Reviewer::Primary => setup

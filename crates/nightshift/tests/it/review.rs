@@ -796,3 +796,30 @@ fn a_reopened_item_that_does_not_ship_again_is_worked_by_the_next_run() {
     assert!(status["items"][0]["attempts"].as_u64().unwrap() >= 1);
     repo.assert_clean_end();
 }
+
+#[test]
+fn no_review_session_starts_once_the_run_budget_is_spent() {
+    let repo = Repo::new(&project());
+    // The work is written first; then the stream reports 110 weighted tokens, past the run's 50.
+    repo.agent(
+        "a",
+        "write done/a <<END\nok\nEND\nemit claude text=\"done\" turns=1 input=100 output=10\n",
+    );
+    configure(&repo, &["a"], 1, "", APPROVE);
+    let config = std::fs::read_to_string(repo.root.join("nightshift.toml"))
+        .unwrap()
+        .replacen("command = [", "format = \"claude-stream\"\ncommand = [", 1)
+        .replace("[limits]\n", "[limits]\nrun_tokens = 50\n");
+    repo.write("nightshift.toml", &config);
+    repo.git(&["commit", "-q", "-am", "a run budget"]);
+    let out = repo.run(&["run"]);
+    assert_eq!(out.status.code(), Some(18), "{}", text(&out));
+    assert_eq!(
+        repo.status_json()["run"]["halt_reason"],
+        "budget_exceeded",
+        "{}",
+        text(&out)
+    );
+    assert!(reviews(&repo).is_empty(), "no review session spent more");
+    assert_eq!(repo.shipped_items(), Vec::<String>::new());
+}
