@@ -632,12 +632,12 @@ impl Engine<'_> {
         // second verdict on a tree must repeat the first, and a merged tree that lands is the
         // next attempt's base, whose results the guards then compare against.
         let tree = match stage {
-            CheckStage::Work if protected.is_empty() => Some(wt.tree_of("HEAD")?),
+            CheckStage::Work if protected.is_empty() => Some(match &att.candidate {
+                Some(candidate) => self.tree_of(candidate)?,
+                None => wt.tree_of("HEAD")?,
+            }),
             CheckStage::Work => None,
-            CheckStage::Merged => Some(
-                self.git
-                    .tree_of(att.merged.as_deref().unwrap_or_default())?,
-            ),
+            CheckStage::Merged => Some(self.tree_of(att.merged.as_deref().unwrap_or_default())?),
         };
         let mut untrusted = match tree.as_deref() {
             Some(t) => self.judge_determinism(item, t, result.green, results.as_ref()),
@@ -790,6 +790,13 @@ impl Engine<'_> {
                 None => self.git.commit_tree(&tree, &[&tip], &message)?,
             },
         };
+        // The next attempt's base is this commit: its tree is known already.
+        if tip == att.base {
+            let tree = self.tree_of(&candidate)?;
+            self.know_tree(&commit, &tree);
+        } else if self.config.integrate.strategy != Strategy::Rebase {
+            self.know_tree(&commit, &tree);
+        }
         self.record(EventKind::MergePrepared {
             item: att.item.clone(),
             attempt: att.attempt,

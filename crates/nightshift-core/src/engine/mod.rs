@@ -148,6 +148,7 @@ pub fn run(opts: RunOptions, observe: &mut dyn FnMut(&Event)) -> Result<RunSumma
             crate::check::probe::DEFAULT_CONFIDENCE,
         ),
         determinism_seeded: std::collections::HashSet::new(),
+        trees: std::cell::RefCell::new(std::collections::HashMap::new()),
     };
     // Before anything looks at a worktree: nothing a killed engine left running may still be
     // writing in one, and no lock a killed git left may block it.
@@ -204,6 +205,8 @@ struct Engine<'o> {
     determinism: crate::check::stats::SequentialWilson,
     /// Trees whose cached first verdict was fed to `determinism` by this engine.
     determinism_seeded: std::collections::HashSet<String>,
+    /// Commit → tree ids already looked up (commits are immutable): each costs a git call.
+    trees: std::cell::RefCell<std::collections::HashMap<String, String>>,
 }
 
 /// Alerts that must not repeat while their condition lasts.

@@ -28,6 +28,27 @@ struct Baseline {
 }
 
 impl Engine<'_> {
+    /// The tree of a commit id (remembered: a commit's tree never changes).
+    pub(super) fn tree_of(&self, commit: &str) -> Result<String, EngineError> {
+        if let Some(tree) = self.trees.borrow().get(commit) {
+            return Ok(tree.clone());
+        }
+        let tree = self.git.tree_of(commit)?;
+        if commit.len() >= 40 && commit.bytes().all(|b| b.is_ascii_hexdigit()) {
+            self.trees
+                .borrow_mut()
+                .insert(commit.to_owned(), tree.clone());
+        }
+        Ok(tree)
+    }
+
+    /// Remembers that `commit` has `tree` (both known without asking git).
+    pub(super) fn know_tree(&self, commit: &str, tree: &str) {
+        self.trees
+            .borrow_mut()
+            .insert(commit.to_owned(), tree.to_owned());
+    }
+
     /// Reads a finished check's results: the configured results file, else the whole log.
     pub(super) fn read_results(&self, worktree: &Path, log: &Path) -> Option<Results> {
         read_results(&self.config, worktree, log)
@@ -94,7 +115,7 @@ impl Engine<'_> {
         if self.config.check.format == FormatChoice::ExitCode || att.iteration > 0 {
             return Ok(false);
         }
-        let tree = self.git.tree_of(&att.base)?;
+        let tree = self.tree_of(&att.base)?;
         if self.cached_baseline(item, &tree).is_some() {
             return Ok(false);
         }
@@ -258,7 +279,7 @@ impl Engine<'_> {
         green: bool,
     ) -> Result<Vec<Verdict>, EngineError> {
         let from = guard_base(att);
-        let tree = self.git.tree_of(&from)?;
+        let tree = self.tree_of(&from)?;
         let base = self.cached_baseline(item, &tree).flatten();
         Ok(evaluate(
             &self.git.at(&att.worktree),
@@ -348,7 +369,7 @@ impl Engine<'_> {
     /// parsed), then each work check's that parsed. The base is where a "fixed" test was
     /// failing before the agent touched it.
     fn failing_history(&self, item: &ItemRow, att: &AttemptRow) -> Result<Trajectory, EngineError> {
-        let tree = self.git.tree_of(&att.base)?;
+        let tree = self.tree_of(&att.base)?;
         let base = self
             .cached_baseline(item, &tree)
             .flatten()
