@@ -374,31 +374,11 @@ impl Store {
         attempt: u32,
         kind: Option<&str>,
     ) -> Result<Vec<Event>, StoreError> {
-        let mut stmt = self.conn.prepare(
-            "SELECT seq, run_id, at, data FROM events WHERE run_id = ?1 AND item = ?2 \
-             AND attempt = ?3 AND (?4 IS NULL OR kind = ?4) ORDER BY seq",
-        )?;
-        let rows = stmt.query_map(params![run_id, item, attempt, kind], |r| {
-            Ok((
-                r.get::<_, i64>(0)?,
-                r.get::<_, String>(1)?,
-                r.get::<_, String>(2)?,
-                r.get::<_, String>(3)?,
-            ))
-        })?;
-        let mut events = Vec::new();
-        for row in rows {
-            let (seq, run_id, at, data) = row?;
-            let kind =
-                serde_json::from_str(&data).map_err(|source| StoreError::Decode { seq, source })?;
-            events.push(Event {
-                seq,
-                run_id,
-                at,
-                kind,
-            });
-        }
-        Ok(events)
+        self.events_where(
+            "run_id = ?1 AND item = ?2 AND attempt = ?3 AND (?4 IS NULL OR kind = ?4) ORDER BY seq",
+            params![run_id, item, attempt, kind],
+            |_| true,
+        )
     }
 
     /// Every review debt, oldest first (all runs).
@@ -434,30 +414,11 @@ impl Store {
 
     /// Journal entries after `after_seq` (all runs), oldest first, at most `limit`.
     pub fn events_after(&self, after_seq: i64, limit: usize) -> Result<Vec<Event>, StoreError> {
-        let mut stmt = self.conn.prepare(
-            "SELECT seq, run_id, at, data FROM events WHERE seq > ?1 ORDER BY seq LIMIT ?2",
-        )?;
-        let rows = stmt.query_map(params![after_seq, limit as i64], |r| {
-            Ok((
-                r.get::<_, i64>(0)?,
-                r.get::<_, String>(1)?,
-                r.get::<_, String>(2)?,
-                r.get::<_, String>(3)?,
-            ))
-        })?;
-        let mut events = Vec::new();
-        for row in rows {
-            let (seq, run_id, at, data) = row?;
-            let kind =
-                serde_json::from_str(&data).map_err(|source| StoreError::Decode { seq, source })?;
-            events.push(Event {
-                seq,
-                run_id,
-                at,
-                kind,
-            });
-        }
-        Ok(events)
+        self.events_where(
+            "seq > ?1 ORDER BY seq LIMIT ?2",
+            params![after_seq, limit as i64],
+            |_| true,
+        )
     }
 
     /// The position of the newest journal entry (0 when the journal is empty).
@@ -469,28 +430,42 @@ impl Store {
 
     /// The journal entries of one run whose kind is one of `kinds`, oldest first.
     pub fn run_events(&self, run_id: &str, kinds: &[&str]) -> Result<Vec<Event>, StoreError> {
-        let mut stmt = self
-            .conn
-            .prepare("SELECT seq, at, kind, data FROM events WHERE run_id = ?1 ORDER BY seq")?;
-        let rows = stmt.query_map([run_id], |r| {
+        self.events_where("run_id = ?1 ORDER BY seq", [run_id], |kind| {
+            kinds.contains(&kind)
+        })
+    }
+
+    /// The journal entries matching `condition` (SQL after `WHERE`, with its ordering), those
+    /// whose kind `keep` rejects left undecoded.
+    fn events_where(
+        &self,
+        condition: &str,
+        params: impl rusqlite::Params,
+        keep: impl Fn(&str) -> bool,
+    ) -> Result<Vec<Event>, StoreError> {
+        let mut stmt = self.conn.prepare(&format!(
+            "SELECT seq, run_id, at, kind, data FROM events WHERE {condition}"
+        ))?;
+        let rows = stmt.query_map(params, |r| {
             Ok((
                 r.get::<_, i64>(0)?,
                 r.get::<_, String>(1)?,
                 r.get::<_, String>(2)?,
                 r.get::<_, String>(3)?,
+                r.get::<_, String>(4)?,
             ))
         })?;
         let mut events = Vec::new();
         for row in rows {
-            let (seq, at, kind, data) = row?;
-            if !kinds.contains(&kind.as_str()) {
+            let (seq, run_id, at, kind, data) = row?;
+            if !keep(&kind) {
                 continue;
             }
             let kind =
                 serde_json::from_str(&data).map_err(|source| StoreError::Decode { seq, source })?;
             events.push(Event {
                 seq,
-                run_id: run_id.to_owned(),
+                run_id,
                 at,
                 kind,
             });
