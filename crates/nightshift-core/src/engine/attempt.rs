@@ -306,49 +306,18 @@ impl Engine<'_> {
             log: log.display().to_string(),
         })?;
         let worktree = PathBuf::from(&att.worktree);
-        let packet = SessionPacket {
-            spec: ProcessSpec {
-                argv,
-                cwd: worktree.clone(),
-                env,
-                timeout: self.config.session.timeout,
-                kill_grace: self.config.session.kill_grace,
-                log,
-                tail_bytes: AGENT_TAIL,
-            },
-            parser: launch::parser_name(&self.config.agent).and_then(crate::agent::parser_for),
-            stall_grace: (self.config.gates.mode("stall") != crate::gate::GateMode::Off)
-                .then_some(self.config.session.stall_grace),
-            budget: self.session_budget(item)?,
-            enforce_budget: self.config.gates.mode("budget") == crate::gate::GateMode::Enforce,
-            log_stall: self.config.gates.mode("stall") == crate::gate::GateMode::Log,
-            clock: self.clock.clone(),
+        let spec = ProcessSpec {
+            argv,
+            cwd: worktree.clone(),
+            env,
+            timeout: self.config.session.timeout,
+            kill_grace: self.config.session.kill_grace,
+            log,
+            tail_bytes: AGENT_TAIL,
         };
-        let end = {
-            // Budget crossings are journaled and written to ATTENTION the moment they happen.
-            let mut sink = Journal {
-                store: &mut self.store,
-                observe: &mut *self.observe,
-                clock: self.clock.as_ref(),
-                ws: &self.ws,
-                run_id: &run_id,
-                budget_gate: self.config.gates.mode("budget"),
-                stall_gate: self.config.gates.mode("stall"),
-                notify: &self.config.notify,
-            };
-            let enforced = packet.enforce_budget;
-            let (item_id, attempt) = (att.item.clone(), att.attempt);
-            let mut failure = None;
-            let end = session::run_session(packet, &mut |event| {
-                if let Err(e) = sink.session_event(&item_id, attempt, enforced, event) {
-                    failure.get_or_insert(e);
-                }
-            })?;
-            if let Some(e) = failure {
-                return Err(e);
-            }
-            end
-        };
+        let budget = self.session_budget(item)?;
+        let agent = self.config.agent.clone();
+        let end = self.supervise_session(spec, &agent, budget, &att.item, att.attempt)?;
         if end.outcome == Outcome::SpawnFailed {
             // Every item would fail the same way: halt resumable instead of draining the queue.
             return Err(EngineError::Execution {
@@ -404,6 +373,52 @@ impl Engine<'_> {
             agent_session,
         })?;
         self.after_session(att, iteration, &end)
+    }
+
+    /// Runs one agent session under the run's gates (stall, budget), journaling its budget
+    /// crossings and stalls the moment they happen (and writing ATTENTION for them).
+    pub(super) fn supervise_session(
+        &mut self,
+        spec: ProcessSpec,
+        agent: &crate::config::AgentConfig,
+        budget: Budget,
+        item: &str,
+        attempt: u32,
+    ) -> Result<ProcessEnd, EngineError> {
+        let run_id = self.run_id();
+        let stall = self.config.gates.mode("stall");
+        let budget_gate = self.config.gates.mode("budget");
+        let packet = SessionPacket {
+            spec,
+            parser: launch::parser_name(agent).and_then(crate::agent::parser_for),
+            stall_grace: (stall != crate::gate::GateMode::Off)
+                .then_some(self.config.session.stall_grace),
+            budget,
+            enforce_budget: budget_gate == crate::gate::GateMode::Enforce,
+            log_stall: stall == crate::gate::GateMode::Log,
+            clock: self.clock.clone(),
+        };
+        let mut sink = Journal {
+            store: &mut self.store,
+            observe: &mut *self.observe,
+            clock: self.clock.as_ref(),
+            ws: &self.ws,
+            run_id: &run_id,
+            budget_gate,
+            stall_gate: stall,
+            notify: &self.config.notify,
+        };
+        let enforced = packet.enforce_budget;
+        let mut failure = None;
+        let end = session::run_session(packet, &mut |event| {
+            if let Err(e) = sink.session_event(item, attempt, enforced, event) {
+                failure.get_or_insert(e);
+            }
+        })?;
+        match failure {
+            Some(e) => Err(e),
+            None => Ok(end),
+        }
     }
 
     /// What an ending means for the run: a nudge, a pause, or on to the check.

@@ -10,11 +10,11 @@
 use std::path::{Path, PathBuf};
 
 use super::triage::{self, Facts};
-use super::{Engine, EngineError, Journal, io_err, launch};
+use super::{Engine, EngineError, io_err, launch};
 use crate::config::{AgentConfig, OnTimeout, ReviewWhen, TriageAction};
 use crate::halt::HaltReason;
 use crate::notify::{self, Alert, AlertKind};
-use crate::session::{self, Budget, Outcome, ProcessEnd, ProcessSpec, SessionPacket};
+use crate::session::{self, Budget, Outcome, ProcessEnd, ProcessSpec};
 use crate::store::{AttemptRow, EventKind, ItemRow, Spend};
 use crate::verdict::{self, Decision, Verdict};
 
@@ -271,48 +271,16 @@ impl Engine<'_> {
             .review
             .timeout
             .unwrap_or(self.config.session.timeout);
-        let packet = SessionPacket {
-            spec: ProcessSpec {
-                argv,
-                cwd: r.cwd.clone(),
-                env,
-                timeout,
-                kill_grace: self.config.session.kill_grace,
-                log: log.clone(),
-                tail_bytes: 4096,
-            },
-            parser: launch::parser_name(r.agent).and_then(crate::agent::parser_for),
-            stall_grace: (self.config.gates.mode("stall") != crate::gate::GateMode::Off)
-                .then_some(self.config.session.stall_grace),
-            budget: r.budget,
-            enforce_budget: self.config.gates.mode("budget") == crate::gate::GateMode::Enforce,
-            log_stall: self.config.gates.mode("stall") == crate::gate::GateMode::Log,
-            clock: self.clock.clone(),
+        let spec = ProcessSpec {
+            argv,
+            cwd: r.cwd.clone(),
+            env,
+            timeout,
+            kill_grace: self.config.session.kill_grace,
+            log: log.clone(),
+            tail_bytes: 4096,
         };
-        let end = {
-            let mut sink = Journal {
-                store: &mut self.store,
-                observe: &mut *self.observe,
-                clock: self.clock.as_ref(),
-                ws: &self.ws,
-                run_id: &run_id,
-                budget_gate: self.config.gates.mode("budget"),
-                stall_gate: self.config.gates.mode("stall"),
-                notify: &self.config.notify,
-            };
-            let enforced = packet.enforce_budget;
-            let (item_id, attempt) = (r.item.to_owned(), r.attempt);
-            let mut failure = None;
-            let end = session::run_session(packet, &mut |event| {
-                if let Err(e) = sink.session_event(&item_id, attempt, enforced, event) {
-                    failure.get_or_insert(e);
-                }
-            })?;
-            if let Some(e) = failure {
-                return Err(e);
-            }
-            end
-        };
+        let end = self.supervise_session(spec, r.agent, r.budget, r.item, r.attempt)?;
         if end.outcome == Outcome::SpawnFailed {
             return Err(EngineError::Execution {
                 what: format!(
