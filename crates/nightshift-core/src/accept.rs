@@ -342,11 +342,7 @@ fn check_merged(
             .clone()
             .or_else(|| opts.config.check.command.clone())
             .unwrap_or_else(|| "false".into());
-        let env = vec![
-            ("NIGHTSHIFT_RUN".into(), run_id.to_owned()),
-            ("NIGHTSHIFT_ITEM".into(), item.id.clone()),
-            ("NIGHTSHIFT_ATTEMPT".into(), att.attempt.to_string()),
-        ];
+        let env = crate::engine::check_env(run_id, &item.id, att.attempt, att.iteration);
         let green = crate::check::run(
             &command,
             path.clone(),

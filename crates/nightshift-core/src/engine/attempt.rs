@@ -1035,16 +1035,12 @@ impl Engine<'_> {
     }
 
     pub(super) fn item_env(&self, att: &AttemptRow, iteration: u32) -> Vec<(String, String)> {
-        vec![
-            ("NIGHTSHIFT_RUN".into(), self.run_id()),
-            ("NIGHTSHIFT_ITEM".into(), att.item.clone()),
-            ("NIGHTSHIFT_ATTEMPT".into(), att.attempt.to_string()),
-            ("NIGHTSHIFT_ITERATION".into(), iteration.to_string()),
-            (
-                "NIGHTSHIFT_OPERATOR_FILE".into(),
-                self.operator_file(att).display().to_string(),
-            ),
-        ]
+        let mut env = check_env(&self.run_id(), &att.item, att.attempt, iteration);
+        env.push((
+            "NIGHTSHIFT_OPERATOR_FILE".into(),
+            self.operator_file(att).display().to_string(),
+        ));
+        env
     }
 
     fn commit_message(&self, item: &ItemRow, att: &AttemptRow) -> String {
@@ -1090,4 +1086,20 @@ fn tail_of(path: &Path, max: usize) -> String {
 /// The first 10 characters of a commit id.
 pub(crate) fn short(commit: &str) -> &str {
     commit.get(..10).unwrap_or(commit)
+}
+
+/// What every check (and agent) of an attempt is told about where it runs: the same for a
+/// session, a check, its replay from a receipt, and `accept`'s check of the merged result.
+pub(crate) fn check_env(
+    run_id: &str,
+    item: &str,
+    attempt: u32,
+    iteration: u32,
+) -> Vec<(String, String)> {
+    vec![
+        ("NIGHTSHIFT_RUN".into(), run_id.to_owned()),
+        ("NIGHTSHIFT_ITEM".into(), item.to_owned()),
+        ("NIGHTSHIFT_ATTEMPT".into(), attempt.to_string()),
+        ("NIGHTSHIFT_ITERATION".into(), iteration.to_string()),
+    ]
 }

@@ -16,6 +16,7 @@ mod teardown;
 mod triage;
 pub(crate) mod verdict;
 
+pub(crate) use attempt::check_env;
 /// The program a session of this agent config starts (what the preflight and `doctor` look for).
 pub(crate) use launch::program as agent_program;
 

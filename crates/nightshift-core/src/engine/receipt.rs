@@ -455,14 +455,11 @@ fn guard_verdicts(events: &[Event]) -> Vec<GuardVerdict> {
         .unwrap_or_default()
 }
 
-/// The environment nightshift gives a check (mirrors `Engine::item_env`).
+/// The environment nightshift gives a check, as the receipt records it.
 fn check_env(run_id: &str, item: &str, attempt: u32, iteration: u32) -> BTreeMap<String, String> {
-    BTreeMap::from([
-        ("NIGHTSHIFT_RUN".to_owned(), run_id.to_owned()),
-        ("NIGHTSHIFT_ITEM".to_owned(), item.to_owned()),
-        ("NIGHTSHIFT_ATTEMPT".to_owned(), attempt.to_string()),
-        ("NIGHTSHIFT_ITERATION".to_owned(), iteration.to_string()),
-    ])
+    super::attempt::check_env(run_id, item, attempt, iteration)
+        .into_iter()
+        .collect()
 }
 
 fn iteration_of(map: &mut BTreeMap<u32, Iteration>, n: u32) -> &mut Iteration {
