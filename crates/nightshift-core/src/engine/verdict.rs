@@ -434,8 +434,17 @@ pub(crate) fn evaluate(
     if !green {
         return Ok(verdicts);
     }
-    verdicts.push(guard::test_set(base, results));
-    verdicts.push(guard::skipped(base, results));
+    let expect = if config.check.format == FormatChoice::ExitCode {
+        guard::Expect::Never
+    } else if config.check.results.is_some()
+        || matches!(config.check.format, FormatChoice::Fixed(_))
+    {
+        guard::Expect::Required
+    } else {
+        guard::Expect::Detected
+    };
+    verdicts.push(guard::test_set(base, results, expect));
+    verdicts.push(guard::skipped(base, results, expect));
     let tests = PathSet::new(config.guards.test_paths.iter().map(String::as_str))
         .unwrap_or_else(|_| PathSet::empty());
     let mut files = Vec::new();
