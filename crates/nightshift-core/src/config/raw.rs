@@ -919,6 +919,30 @@ impl Ctx<'_> {
             }
             let line = super::error::line_column(self.source, id.span().start).0;
             seen.insert(id.get_ref(), line);
+            if let Some(prompt) = &fields.prompt
+                && prompt.get_ref().contains('\0')
+            {
+                // Only an escape can put a NUL in a TOML string: point at it.
+                let span = prompt.span();
+                let literal = self.source.get(span.clone()).unwrap_or("");
+                let at = ["\\u0000", "\\U00000000"]
+                    .iter()
+                    .filter_map(|escape| literal.find(escape).map(|i| (i, escape.len())))
+                    .min()
+                    .map_or(span.clone(), |(i, len)| {
+                        span.start + i..span.start + i + len
+                    });
+                return Err(self
+                    .error(
+                        at,
+                        format!(
+                            "the `prompt` of item `{}` holds a NUL character",
+                            id.get_ref()
+                        ),
+                    )
+                    .with_help("remove the `\\u0000`: a prompt is text, and git cannot carry a NUL")
+                    .into());
+            }
             let prompt = match &fields.prompt {
                 Some(prompt) if !prompt.get_ref().trim().is_empty() => {
                     prompt.get_ref().trim().to_owned()

@@ -1007,3 +1007,15 @@ fn bad_review_values_point_at_the_value() {
     ));
     assert!(e.message.contains("cannot nest"), "{e:?}");
 }
+
+#[test]
+fn a_prompt_with_a_nul_is_refused_where_the_escape_is() {
+    let source = format!("{HEAD}[[item]]\nid = \"a\"\nprompt = \"fine\\u0000not\"\n");
+    assert_error(
+        &source,
+        (7, 15),
+        "\\u0000",
+        "the `prompt` of item `a` holds a NUL character",
+        "remove the `\\u0000`",
+    );
+}

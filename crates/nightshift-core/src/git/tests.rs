@@ -172,3 +172,43 @@ fn head_descending_from_tells_built_on_from_rewritten() {
         (sideways, false)
     );
 }
+
+#[test]
+fn a_prompt_sized_message_past_the_argument_limit_or_with_a_nul_commits_everywhere() {
+    let (dir, git) = repo();
+    let root = dir.path();
+    // 200 KiB in one argument is past the kernel's 128 KiB per-argument limit (E2BIG).
+    let huge = format!(
+        "item: big\n\n{}\n\nNightshift-Item: big\n",
+        "x".repeat(200 * 1024)
+    );
+    let nul = "item: nul\n\nbefore\0after\n";
+    for message in [huge.as_str(), nul] {
+        std::fs::write(root.join("a.txt"), message.len().to_string()).unwrap();
+        let head = git.commit_all(message).unwrap();
+        let body = git.run(&["log", "-1", "--format=%B", &head]).unwrap();
+        assert!(
+            body.len() <= message::MAX_MESSAGE_BYTES + 1,
+            "{}",
+            body.len()
+        );
+        assert!(!body.contains('\0'));
+        let tree = git.tree_of(&head).unwrap();
+        let made = git.commit_tree(&tree, &[&head], message).unwrap();
+        let snap = git
+            .snapshot(message, None, &root.join("scratch.index"))
+            .unwrap();
+        let replayed = git.replay_commit(&tree, &head, &made).unwrap();
+        for commit in [&made, &snap, &replayed] {
+            let text = git.run(&["log", "-1", "--format=%B", commit]).unwrap();
+            assert_eq!(text.trim_end(), body.trim_end(), "{commit}");
+        }
+    }
+    let huge_body = git.run(&["log", "-1", "--format=%B", "HEAD"]).unwrap();
+    assert!(huge_body.contains("beforeafter"), "{huge_body}");
+    let first = git.run(&["log", "--format=%B", "-1", "HEAD~1"]).unwrap();
+    assert!(
+        first.trim_end().ends_with("Nightshift-Item: big"),
+        "{first}"
+    );
+}

@@ -181,9 +181,11 @@ impl Git {
     /// `add --all` and `commit`, nothing to commit being fine.
     pub fn stage_and_commit(&self, message: &str) -> Result<(), GitError> {
         self.run(&["add", "--all"])?;
-        let out = self.output(
-            &["commit", "--quiet", "--no-verify", "-m", message],
+        let message = super::message::sanitize(message);
+        let out = self.output_with_input(
+            &["commit", "--quiet", "--no-verify", "-F", "-"],
             &ident(),
+            Some(message.as_bytes()),
         )?;
         if out.code != 0 {
             // Nothing staged is fine (the work may already be committed); anything else is not.
@@ -253,9 +255,12 @@ impl Git {
                 args.push("-p".into());
                 args.push(extra.to_owned());
             }
-            args.push("-m".into());
-            args.push(message.to_owned());
-            Ok(self.run_env(&args, &ident())?.trim().to_owned())
+            args.extend(["-F".into(), "-".into()]);
+            let message = super::message::sanitize(message);
+            Ok(self
+                .run_input(&args, &ident(), Some(message.as_bytes()))?
+                .trim()
+                .to_owned())
         })();
         let _ = std::fs::remove_file(scratch_index);
         result
@@ -357,9 +362,12 @@ impl Git {
             args.push("-p".into());
             args.push((*p).to_owned());
         }
-        args.push("-m".into());
-        args.push(message.to_owned());
-        Ok(self.run_env(&args, &ident())?.trim().to_owned())
+        args.extend(["-F".into(), "-".into()]);
+        let message = super::message::sanitize(message);
+        Ok(self
+            .run_input(&args, &ident(), Some(message.as_bytes()))?
+            .trim()
+            .to_owned())
     }
 
     /// The commits of `range` oldest first, and whether any of them is a merge.
@@ -401,7 +409,11 @@ impl Git {
             env.push(("GIT_AUTHOR_DATE", OsStr::new(&date)));
         }
         Ok(self
-            .run_env(&["commit-tree", tree, "-p", parent, "-m", &message], &env)?
+            .run_input(
+                &["commit-tree", tree, "-p", parent, "-F", "-"],
+                &env,
+                Some(super::message::sanitize(&message).as_bytes()),
+            )?
             .trim()
             .to_owned())
     }
@@ -416,6 +428,8 @@ impl Git {
     /// Starts merging `commit` into this worktree's branch without committing, leaving any
     /// conflicts (with markers) for someone to resolve. Returns whether there are conflicts.
     pub fn merge_no_commit(&self, commit: &str, message: &str) -> Result<bool, GitError> {
+        // `merge -F` reads no stdin; sanitized, the message is below the argument limit.
+        let message = super::message::sanitize(message);
         let out = self.output(
             &[
                 "merge",
@@ -423,7 +437,7 @@ impl Git {
                 "--no-commit",
                 "--no-verify",
                 "-m",
-                message,
+                &message,
                 commit,
             ],
             &ident(),

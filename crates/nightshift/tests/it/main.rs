@@ -14,6 +14,7 @@ mod control;
 mod crash;
 mod doctor;
 mod explain;
+mod field;
 mod fixpoint;
 mod guards;
 mod integrate;

@@ -255,3 +255,10 @@ fn crlf_line_endings() {
     assert_eq!(items[0].prompt, "One\ndetail");
     assert_eq!(items[1].id, "three");
 }
+
+#[test]
+fn a_plan_with_a_nul_is_refused_at_the_nul() {
+    let e = error("- [ ] one\n- [ ] t\0wo\n");
+    assert_eq!((e.line, e.column), (2, 8), "{e:?}");
+    assert!(e.message.contains("NUL"), "{}", e.message);
+}
