@@ -720,7 +720,35 @@ impl Engine<'_> {
         // Idempotent: after a crash between `git commit` and the journal, the tree is clean
         // and HEAD already holds the work. HEAD may equal the base (no changes yet); the check
         // still runs, and a green check on no changes fails the attempt.
+        // Nested repositories (docs/decisions.md, "nested repositories"): `add --all` fails on
+        // one without a commit (on every engine start) and records one with a commit as a
+        // gitlink to commits that exist nowhere else. The attempt fails, its item parks; the
+        // files are preserved as plain files.
+        let nested = wt.nested_repositories()?;
+        if !nested.is_empty() {
+            return self.park(
+                att,
+                format!(
+                    "the agent created a nested git repository ({}): nightshift ships no \
+                     repository inside the repository; its files are kept as plain files in \
+                     the preserved attempt",
+                    nested.join(", ")
+                ),
+            );
+        }
         wt.stage_and_commit(&self.commit_message(item, att))?;
+        // A gitlink the agent committed itself (`git add sub && git commit`).
+        let links = wt.new_gitlinks(&att.base, "HEAD")?;
+        if !links.is_empty() {
+            return self.park(
+                att,
+                format!(
+                    "the agent's commits add or move a gitlink ({}), a commit of another \
+                     repository that the base tree does not hold: nightshift never ships one",
+                    links.join(", ")
+                ),
+            );
+        }
         let (head, descends) = wt.head_descending_from(&att.base)?;
         if !descends {
             // Only work built on the base can be squashed onto the target: a candidate that

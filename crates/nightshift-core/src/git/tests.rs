@@ -212,3 +212,78 @@ fn a_prompt_sized_message_past_the_argument_limit_or_with_a_nul_commits_everywhe
         "{first}"
     );
 }
+
+/// `git init` (and optionally a commit) in `root/dir`, with `file` in it.
+fn nested_repo(root: &std::path::Path, dir: &str, file: &str, commit: bool) {
+    let at = root.join(dir);
+    std::fs::create_dir_all(&at).unwrap();
+    std::fs::write(at.join(file), format!("{file} in {dir}\n")).unwrap();
+    let git = |args: &[&str]| {
+        let ok = std::process::Command::new("git")
+            .current_dir(&at)
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .args(["-c", "user.name=t", "-c", "user.email=t@t"])
+            .args(args)
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "{args:?}");
+    };
+    git(&["init", "-q"]);
+    if commit {
+        git(&["add", "-A"]);
+        git(&["commit", "-qm", "inner"]);
+    }
+}
+
+#[test]
+fn nested_repositories_are_named_and_preserved_as_plain_files() {
+    let (dir, git) = repo();
+    let root = dir.path();
+    nested_repo(root, "fresh", "a.txt", false);
+    nested_repo(root, "deep/done", "b.txt", true);
+    std::fs::write(root.join("plain.txt"), "plain\n").unwrap();
+    assert_eq!(git.nested_repositories().unwrap(), ["deep/done/", "fresh/"]);
+    let snap = git
+        .snapshot("snap", None, &root.join(".git/scratch.index"))
+        .unwrap();
+    let tree = git
+        .run(&["ls-tree", "-r", "--format=%(objectmode) %(path)", &snap])
+        .unwrap();
+    assert_eq!(
+        tree,
+        "100644 .gitignore\n100644 a.txt\n100644 deep/done/b.txt\n100644 fresh/a.txt\n100644 plain.txt\n"
+    );
+    assert_eq!(
+        git.run(&["show", &format!("{snap}:deep/done/b.txt")])
+            .unwrap(),
+        "b.txt in deep/done\n"
+    );
+}
+
+#[test]
+fn a_committed_gitlink_is_seen_and_its_checkout_preserved_as_files() {
+    let (dir, git) = repo();
+    let root = dir.path();
+    let base = git.resolve("HEAD").unwrap().unwrap();
+    nested_repo(root, "sub", "s.txt", true);
+    // What an agent's own `git add sub && git commit` does.
+    git.run(&["add", "sub"]).unwrap();
+    let head = git.commit_all("gitlink").unwrap();
+    assert_eq!(git.new_gitlinks(&base, &head).unwrap(), ["sub"]);
+    assert_eq!(
+        git.new_gitlinks(&base, &base).unwrap(),
+        Vec::<String>::new()
+    );
+    let snap = git
+        .snapshot("snap", None, &root.join(".git/scratch.index"))
+        .unwrap();
+    assert_eq!(
+        git.run(&["show", &format!("{snap}:sub/s.txt")]).unwrap(),
+        "s.txt in sub\n"
+    );
+    let modes = git
+        .run(&["ls-tree", "-r", "--format=%(objectmode)", &snap])
+        .unwrap();
+    assert!(!modes.contains("160000"), "{modes}");
+}

@@ -22,3 +22,70 @@ fn a_prompt_past_the_argument_limit_ships_and_its_trailers_survive() {
     assert!(message.contains("bytes cut"), "the cut is noted");
     repo.assert_clean_end();
 }
+
+/// A shell agent: item `fresh` runs `git init` in `sub/` (no commit), `committed` commits
+/// inside `sub/`, `linked` also adds `sub` to the outer repository and commits the gitlink;
+/// every item then writes `done/<item>` so its check goes green.
+const NESTING_AGENT: &str = r#"#!/bin/sh
+set -e
+item="$NIGHTSHIFT_ITEM"
+mkdir -p sub done
+echo "code of $item" > sub/lib.txt
+git -C sub init -q
+case "$item" in
+  committed|linked)
+    git -C sub add -A
+    git -C sub -c user.name=a -c user.email=a@a commit -qm inner ;;
+esac
+echo ok > "done/$item"
+if [ "$item" = linked ]; then
+  git add -A
+  git -c user.name=a -c user.email=a@a commit -qm "with a gitlink"
+fi
+if [ "$item" = plain ]; then rm -rf sub; fi
+"#;
+
+#[test]
+fn an_agent_that_nests_a_repository_parks_its_item_keeps_the_files_and_the_run_goes_on() {
+    let mut files = project();
+    files.push(("agent.sh", NESTING_AGENT));
+    let repo = Repo::new(&files);
+    let mut config = String::from(
+        "[agent]\nkind = \"command\"\ncommand = [\"sh\", \"agent.sh\"]\n\n[check]\ntimeout = \"1m\"\n",
+    );
+    for id in ["fresh", "committed", "linked", "plain"] {
+        config.push_str(&format!(
+            "\n[[item]]\nid = \"{id}\"\nprompt = \"Make done/{id} say ok.\"\ncheck = \"sh check.sh {id}\"\n"
+        ));
+    }
+    repo.configure(&config);
+    let out = repo.run(&["run"]);
+    // One honest item shipped, three parked: the run went on past each.
+    assert_eq!(out.status.code(), Some(11), "{}", text(&out));
+    assert_eq!(repo.shipped_items(), ["plain"]);
+    let tree = repo.git(&["ls-tree", "-r", "--format=%(objectmode) %(path)", "main"]);
+    assert!(!tree.contains("160000"), "no gitlink on main: {tree}");
+    for id in ["fresh", "committed", "linked"] {
+        assert_eq!(repo.item_state(id), "parked", "{id}");
+        let status = repo.status_json();
+        let item = status["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|i| i["id"] == id)
+            .unwrap()
+            .clone();
+        let reason = item["reason"].as_str().unwrap_or_default();
+        assert!(
+            reason.contains("nested git repository (sub/)") || reason.contains("gitlink (sub)"),
+            "{id}: {reason}"
+        );
+        // The work is kept, as plain files.
+        let kept = repo.git(&[
+            "show",
+            &format!("refs/nightshift/preserve/{id}/1:sub/lib.txt"),
+        ]);
+        assert_eq!(kept, format!("code of {id}\n"));
+    }
+    repo.assert_clean_end();
+}
