@@ -406,6 +406,26 @@ impl Engine<'_> {
             what: format!("the target branch `{target}` does not exist or has no commits"),
             help: Some("create it with a first commit, or set [integrate] target to an existing branch".into()),
         })?;
+        let ids: Vec<&str> = plan.items.iter().map(|i| i.id.as_str()).collect();
+        let blockers = self.git.attempt_branch_blockers(&ids)?;
+        if !blockers.is_empty() {
+            return Err(EngineError::Workspace {
+                what: format!(
+                    "your branch(es) {} block nightshift's attempt branches \
+                     (refs/heads/nightshift/<item>/<n>): git cannot create them beside a branch \
+                     of that name",
+                    blockers
+                        .iter()
+                        .map(|b| format!("`{b}`"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+                help: Some(format!(
+                    "rename it, e.g. `git branch -m {} {}-mine`",
+                    blockers[0], blockers[0]
+                )),
+            });
+        }
         let mut items = Vec::with_capacity(plan.items.len());
         for item in &plan.items {
             items.push(PlannedItem {

@@ -14,6 +14,10 @@ const IDENT: [(&str, &str); 4] = [
     ("GIT_COMMITTER_EMAIL", "nightshift@localhost"),
 ];
 
+/// Where attempt branches live: `refs/heads/nightshift/<item>/<n>`.
+pub const ATTEMPT_BRANCHES: &str = "refs/heads/nightshift/";
+const ATTEMPT_PREFIX: &str = "nightshift/";
+
 fn ident() -> Vec<(&'static str, &'static OsStr)> {
     IDENT.iter().map(|(k, v)| (*k, OsStr::new(*v))).collect()
 }
@@ -412,6 +416,25 @@ impl Git {
             Some(&info),
         )?;
         Ok(())
+    }
+
+    /// The user's branches that would block nightshift's attempt branches
+    /// (`nightshift/<item>/<n>`): a branch named `nightshift` (git cannot have both
+    /// `refs/heads/nightshift` and `refs/heads/nightshift/…`, a directory/file conflict) and a
+    /// branch `nightshift/<item>` for any of `items`. Short names, sorted.
+    pub fn attempt_branch_blockers(&self, items: &[&str]) -> Result<Vec<String>, GitError> {
+        let refs = self.refs_under(&[ATTEMPT_BRANCHES.trim_end_matches('/')])?;
+        Ok(refs
+            .iter()
+            .filter_map(|r| r.strip_prefix("refs/heads/"))
+            .filter(|name| {
+                *name == "nightshift"
+                    || name
+                        .strip_prefix(ATTEMPT_PREFIX)
+                        .is_some_and(|rest| items.contains(&rest))
+            })
+            .map(str::to_owned)
+            .collect())
     }
 
     /// Points `name` at `commit` unconditionally (for nightshift's own refs).

@@ -89,3 +89,40 @@ fn an_agent_that_nests_a_repository_parks_its_item_keeps_the_files_and_the_run_g
     }
     repo.assert_clean_end();
 }
+
+#[test]
+fn a_user_branch_where_attempt_branches_go_is_refused_up_front_and_doctor_says_so() {
+    for blocker in ["nightshift", "nightshift/a"] {
+        let repo = Repo::new(&project());
+        repo.agent("a", &solves("a"));
+        repo.configure(&plan(&repo, &["a"], 1, 1));
+        repo.git(&["branch", blocker]);
+
+        let out = repo.run(&["doctor", "--quick", "--json"]);
+        assert_eq!(out.status.code(), Some(30), "{blocker}: {}", text(&out));
+        let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let finding = j["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["name"] == "git_branches")
+            .unwrap()
+            .clone();
+        assert_eq!(finding["status"], "fail", "{finding}");
+        assert!(
+            finding["detail"].as_str().unwrap().contains(blocker),
+            "{finding}"
+        );
+
+        // On main: "cannot lock ref refs/heads/nightshift/a/1" on every engine start.
+        let out = repo.run(&["run"]);
+        assert_eq!(out.status.code(), Some(30), "{blocker}: {}", text(&out));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains(blocker) && err.contains("git branch -m"),
+            "{err}"
+        );
+        assert!(!err.contains("restart_storm"), "{err}");
+        assert_eq!(repo.shipped_items(), Vec::<String>::new());
+    }
+}
