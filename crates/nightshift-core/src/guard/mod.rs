@@ -177,14 +177,8 @@ pub fn skipped(base: Option<&Results>, now: Option<&Results>, expect: Expect) ->
             format!("{after} skipped (base: {before})"),
         )
     } else {
-        let skipped_in = |r: &Results| -> BTreeSet<String> {
-            r.tests
-                .iter()
-                .filter(|t| t.state == crate::check::results::TestState::Skipped)
-                .map(|t| r.stable_id(&t.id).to_owned())
-                .collect()
-        };
-        let (was, is) = (skipped_in(base), skipped_in(now));
+        let skipped = crate::check::results::TestState::Skipped;
+        let (was, is) = (base.stable_in(skipped), now.stable_in(skipped));
         let newly: Vec<String> = is.difference(&was).cloned().collect();
         Verdict::new(
             SKIPPED,
