@@ -7,7 +7,7 @@ use crate::render;
 
 pub fn run(args: &StatusArgs) -> CommandResult {
     if args.json_schema {
-        println!(
+        outln!(
             "{}",
             serde_json::to_string_pretty(&status_schema()).unwrap_or_default()
         );
@@ -28,7 +28,7 @@ pub fn run(args: &StatusArgs) -> CommandResult {
         None => (None, Vec::new(), Vec::new()),
     };
     if args.json {
-        println!(
+        outln!(
             "{}",
             serde_json::to_string_pretty(&Status::new(run.as_ref(), &items, &debts))
                 .unwrap_or_default()
@@ -36,16 +36,16 @@ pub fn run(args: &StatusArgs) -> CommandResult {
     } else {
         match &run {
             Some(run) => {
-                print!("{}", render::status(run, &items));
+                out!("{}", render::status(run, &items));
                 if nightshift_core::control::pause_requested(&ws)
                     && run.is_running()
                     && run.pause_reason.as_deref() != Some(nightshift_core::control::OPERATOR_PAUSE)
                 {
-                    println!("pause asked: the run pauses after the step in flight");
+                    outln!("pause asked: the run pauses after the step in flight");
                 }
-                print!("{}", render::debts(&debts));
+                out!("{}", render::debts(&debts));
             }
-            None => println!("no run has started in {}", ws.root().display()),
+            None => outln!("no run has started in {}", ws.root().display()),
         }
     }
     Ok(0)

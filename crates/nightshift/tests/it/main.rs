@@ -17,6 +17,7 @@ mod explain;
 mod fixpoint;
 mod guards;
 mod integrate;
+mod lifecycle;
 mod lock;
 mod notify;
 mod pipeline;

@@ -1,0 +1,207 @@
+//! Faults after the halt and around the run's lifecycle (issue 13): output that cannot be
+//! written, a finished run that a restart must not start again, the real halt in messages and
+//! health.
+
+use std::process::Stdio;
+
+use nightshift_core::failpoint;
+use nightshift_core::store::{Event, EventKind};
+
+use crate::harness::*;
+
+fn events(repo: &Repo) -> Vec<Event> {
+    repo.store().events_after(0, 100_000).unwrap()
+}
+
+fn count(events: &[Event], kind: &str) -> usize {
+    events.iter().filter(|e| e.kind.name() == kind).count()
+}
+
+fn health(repo: &Repo) -> serde_json::Value {
+    let text = std::fs::read_to_string(repo.root.join(".nightshift/health.json"))
+        .expect("health.json is written");
+    serde_json::from_str(&text).expect("health.json is JSON")
+}
+
+fn dev_full() -> Stdio {
+    Stdio::from(
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/full")
+            .expect("open /dev/full"),
+    )
+}
+
+/// The write end of a pipe whose read end is already closed: every write is EPIPE.
+fn closed_pipe() -> Stdio {
+    let (read, write) = nix::unistd::pipe().expect("pipe");
+    drop(read);
+    Stdio::from(write)
+}
+
+fn one_item_repo() -> Repo {
+    let repo = Repo::new(&project());
+    repo.agent("a", &solves("a"));
+    repo.agent("c", NEVER_SOLVES);
+    repo.configure(&plan(&repo, &["a", "c"], 1, 1));
+    repo
+}
+
+/// `run > /dev/full`: the engine used to panic printing the summary after the halt, the
+/// supervisor restarted it, and the restarted engine started a new run (5 runs, then a storm).
+#[test]
+fn run_into_a_full_disk_or_a_closed_pipe_finishes_once_and_is_never_restarted() {
+    for (what, stdout) in [("/dev/full", dev_full()), ("a closed pipe", closed_pipe())] {
+        let repo = one_item_repo();
+        let out = repo
+            .cmd(&["run"])
+            .stdout(stdout)
+            .stderr(Stdio::piped())
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(11), "{what}: {stderr}");
+        assert!(!stderr.contains("panicked"), "{what}: {stderr}");
+        assert!(!stderr.contains("restarting"), "{what}: {stderr}");
+        let all = events(&repo);
+        assert_eq!(count(&all, "run_started"), 1, "{what}: one run");
+        assert_eq!(count(&all, "run_finished"), 1, "{what}");
+        assert_eq!(
+            count(&all, "session_started"),
+            3,
+            "{what}: a once, c once per pass"
+        );
+        assert_eq!(health(&repo)["engine_starts"], 1, "{what}");
+    }
+}
+
+/// `status` and `log` into a closed pipe exit quietly; into a full disk they say so and fail.
+#[test]
+fn reading_commands_never_panic_on_output_a_closed_pipe_is_quiet_a_full_disk_an_error() {
+    let repo = one_item_repo();
+    assert_eq!(repo.run(&["run"]).status.code(), Some(11));
+    for args in [
+        &["status"][..],
+        &["status", "--json"],
+        &["log"],
+        &["log", "--json"],
+        &["log", "-f"],
+        &["explain"],
+    ] {
+        let out = repo
+            .cmd(args)
+            .stdout(closed_pipe())
+            .stderr(Stdio::piped())
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{args:?} into a closed pipe: {stderr}"
+        );
+        assert_eq!(stderr, "", "{args:?}: quiet");
+        let out = repo
+            .cmd(args)
+            .stdout(dev_full())
+            .stderr(Stdio::piped())
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(
+            out.status.code(),
+            Some(30),
+            "{args:?} into /dev/full: {stderr}"
+        );
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+        assert!(
+            stderr.contains("failed to write the output: No space left on device"),
+            "{args:?}: {stderr}"
+        );
+    }
+}
+
+/// SIGKILL right after `run_finished` is journaled: the supervisor restarts the engine, which
+/// finds its run finished and exits with that halt. No second run, no parked item tried again.
+#[test]
+fn a_restart_after_run_finished_exits_with_the_halt_and_starts_no_new_run() {
+    let repo = one_item_repo();
+    let out = repo
+        .cmd(&["run"])
+        .env(failpoint::ENV, "run_finished")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(11), "{}", text(&out));
+    assert!(stderr.contains("killed by SIGKILL"), "{stderr}");
+    assert!(
+        stderr.contains("already halted (queue_drained_with_parked)"),
+        "{stderr}"
+    );
+    let all = events(&repo);
+    assert_eq!(count(&all, "run_started"), 1, "no new run");
+    assert_eq!(count(&all, "run_resumed"), 0);
+    assert_eq!(
+        count(&all, "session_started"),
+        3,
+        "a once, c once per pass, not again"
+    );
+    let h = health(&repo);
+    assert_eq!(h["engine_starts"], 2);
+    assert_eq!(h["halt_reason"], "queue_drained_with_parked");
+    assert_eq!(h["exit_code"], 11);
+    repo.assert_clean_end();
+
+    // The user's next `run` is a new run.
+    let out = repo.run(&["run"]);
+    assert_eq!(out.status.code(), Some(11), "{}", text(&out));
+    assert_eq!(count(&events(&repo), "run_started"), 2);
+}
+
+/// `run --until T` reaching its deadline: exit 19 `deadline_reached`, said as such (not "the
+/// engine kept dying"), and `health.json` names the halt.
+#[test]
+fn the_deadline_is_reported_as_deadline_reached_not_as_a_restart_storm() {
+    let repo = Repo::new(&project());
+    repo.agent("a", &solves("a"));
+    repo.configure(&plan(&repo, &["a"], 1, 1));
+    let now = repo.agent_dir.join("now");
+    std::fs::write(&now, "2026-01-01T06:59:00Z").unwrap();
+    // Paused by the operator, so nothing starts before the clock passes the deadline.
+    assert_eq!(repo.run(&["pause"]).status.code(), Some(0));
+    let run = repo
+        .cmd(&["run", "--until", "07:00"])
+        .env("NIGHTSHIFT_FAKE_NOW_FILE", now.display().to_string())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for_journal(&repo, |all| {
+        all.iter()
+            .any(|e| matches!(e.kind, EventKind::RunPaused { .. }))
+    });
+    std::fs::write(&now, "2026-01-01T07:00:01Z").unwrap();
+    let out = run.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(19), "{stderr}");
+    assert!(!stderr.contains("restart_storm"), "{stderr}");
+    assert!(!stderr.contains("kept dying"), "{stderr}");
+    let h = health(&repo);
+    assert_eq!(h["halt_reason"], "deadline_reached");
+    assert_eq!(h["exit_code"], 19);
+}
+
+/// Polls the journal (a file handshake, bounded) until `pred` holds.
+pub fn wait_for_journal(repo: &Repo, pred: impl Fn(&[Event]) -> bool) {
+    let start = std::time::Instant::now();
+    while start.elapsed() < std::time::Duration::from_secs(60) {
+        let seen =
+            nightshift_core::store::Store::open_read_only(&repo.root.join(".nightshift/state.db"))
+                .and_then(|s| s.events_after(0, 100_000));
+        if seen.is_ok_and(|all| pred(&all)) {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    panic!("timed out waiting for the journal");
+}
