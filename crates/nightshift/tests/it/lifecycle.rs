@@ -205,3 +205,62 @@ pub fn wait_for_journal(repo: &Repo, pred: impl Fn(&[Event]) -> bool) {
     }
     panic!("timed out waiting for the journal");
 }
+
+/// The engine is killed while the work check runs (after it printed its results); the resumed
+/// run checks again. The log the guards read must hold exactly that check's output: it used to
+/// be appended to the interrupted run's, no longer parsed, and the guards read `not_run`.
+#[test]
+fn a_check_rerun_after_a_crash_writes_its_own_log_and_the_guards_read_it() {
+    let repo = Repo::new(&project());
+    let script = r#"#!/bin/sh
+if [ "$(cat done/x 2>/dev/null)" = ok ]; then
+  echo '<testsuite name="s" tests="1" failures="0"><testcase classname="s" name="x_works"/></testsuite>'
+  if [ ! -e MARK ]; then
+    touch MARK
+    kill -9 $(sed -n 's/^pid \([0-9]*\).*/\1/p' ROOT/.nightshift/lock)
+    sleep 5
+  fi
+  exit 0
+fi
+echo '<testsuite name="s" tests="1" failures="1"><testcase classname="s" name="x_works"><failure message="no"/></testcase></testsuite>'
+exit 1
+"#
+    .replace("MARK", &repo.agent_dir.join("killed").display().to_string())
+    .replace("ROOT", &repo.root.display().to_string());
+    repo.write("junit.sh", &script);
+    repo.agent("x", &solves("x"));
+    let config = plan(&repo, &["x"], 1, 1)
+        .replace("sh check.sh x", "sh junit.sh")
+        .replace("[check]\n", "[check]\nformat = \"junit\"\n");
+    repo.configure(&config);
+    let out = repo.run(&["engine"]);
+    use std::os::unix::process::ExitStatusExt;
+    assert_eq!(
+        out.status.signal(),
+        Some(9),
+        "killed mid-check\n{}",
+        text(&out)
+    );
+    let out = repo.run(&["run"]);
+    assert_eq!(out.status.code(), Some(10), "{}", text(&out));
+    let ended: Vec<serde_json::Value> = events(&repo)
+        .iter()
+        .filter(|e| e.kind.name() == "check_ended")
+        .map(|e| serde_json::to_value(&e.kind).unwrap())
+        .collect();
+    let last = ended.last().expect("a check ended");
+    assert_eq!(last["stage"], "work", "{last}");
+    assert_eq!(last["results"]["tests"], 1, "the log parsed: {last}");
+    let guards = last["guards"].as_array().unwrap();
+    assert!(!guards.is_empty(), "{last}");
+    assert!(
+        guards.iter().all(|g| g["state"] != "not_run"),
+        "every guard evaluated: {last}"
+    );
+    let log = std::fs::read_to_string(last["log"].as_str().unwrap()).unwrap();
+    assert_eq!(
+        log.matches("<testsuite").count(),
+        1,
+        "one check's output: {log}"
+    );
+}
