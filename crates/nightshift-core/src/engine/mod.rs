@@ -121,6 +121,9 @@ pub fn run(opts: RunOptions, observe: &mut dyn FnMut(&Event)) -> Result<RunSumma
         opts.clock.wall().strftime("%Y-%m-%d %H:%M:%S UTC")
     );
     let mut lock = RunLock::acquire(&ws.lock(), &holder)?;
+    // While this engine holds the lock it beats; readers tell a frozen or dead engine from a
+    // live one by the beat's age (`heartbeat_stale`).
+    let _beat = crate::supervise::live::Beat::start(&ws, opts.clock.clone());
     preflight(&opts.config)?;
     let missing = crate::git::missing_seeds(ws.root(), &opts.config.seed);
     if !missing.is_empty() {

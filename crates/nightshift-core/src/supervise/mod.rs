@@ -8,6 +8,7 @@
 
 pub mod health;
 pub mod inhibit;
+pub mod live;
 mod policy;
 pub mod service;
 mod signals;

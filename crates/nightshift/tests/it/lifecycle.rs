@@ -264,3 +264,67 @@ exit 1
         "one check's output: {log}"
     );
 }
+
+fn status_text(repo: &Repo) -> String {
+    let out = repo.run(&["status"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// `status` tells live from dead: "running" only while an engine holds the run lock; after a
+/// stop it shows the stop, after a kill with nobody left it says no engine is alive, after a
+/// restart storm it shows the storm (all three used to say "running").
+#[test]
+fn status_tells_a_live_run_from_a_stopped_a_dead_and_a_stormed_one() {
+    // Live, then stopped.
+    let repo = one_item_repo();
+    assert_eq!(repo.run(&["pause"]).status.code(), Some(0));
+    let run = repo
+        .cmd(&["run"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_for_journal(&repo, |all| {
+        all.iter()
+            .any(|e| matches!(e.kind, EventKind::RunPaused { .. }))
+    });
+    let live = repo.status_json();
+    assert_eq!(live["run"]["live"], "running", "{live}");
+    assert!(live["run"]["engine_pid"].is_u64(), "{live}");
+    assert_eq!(repo.run(&["stop"]).status.code(), Some(0));
+    assert_eq!(run.wait_with_output().unwrap().status.code(), Some(0));
+    let stopped = repo.status_json();
+    assert_eq!(stopped["run"]["live"], "stopped", "{stopped}");
+    assert_eq!(stopped["run"]["halt_reason"], "operator_stop", "{stopped}");
+    let line = status_text(&repo);
+    assert!(line.contains("stopped (operator_stop"), "{line}");
+    assert!(!line.contains("running"), "{line}");
+
+    // Killed with no supervisor: dead.
+    let repo = one_item_repo();
+    let out = repo
+        .cmd(&["engine"])
+        .env(failpoint::ENV, "attempt_started")
+        .output()
+        .unwrap();
+    use std::os::unix::process::ExitStatusExt;
+    assert_eq!(out.status.signal(), Some(9));
+    let dead = repo.status_json();
+    assert_eq!(dead["run"]["live"], "dead", "{dead}");
+    let line = status_text(&repo);
+    assert!(line.contains("no engine is alive"), "{line}");
+
+    // Every restarted engine dies: a restart storm.
+    let out = repo
+        .cmd(&["run"])
+        .env(failpoint::ENV, "run_resumed")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(19), "{}", text(&out));
+    let storm = repo.status_json();
+    assert_eq!(storm["run"]["live"], "restart_storm", "{storm}");
+    assert_eq!(storm["run"]["halt_reason"], "restart_storm", "{storm}");
+    let line = status_text(&repo);
+    assert!(line.contains("the engine kept dying"), "{line}");
+}
