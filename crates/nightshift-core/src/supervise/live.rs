@@ -21,6 +21,25 @@ pub const BEAT_EVERY: Duration = Duration::from_secs(5);
 /// A heartbeat older than this is stale (`heartbeat_stale`): six missed beats.
 pub const STALE_AFTER: Duration = Duration::from_secs(30);
 
+/// A supervised engine that is stopped (SIGSTOP) and has not beaten for this long is killed,
+/// and the restart policy restarts it: the run resumes. A stale beat of an engine that is not
+/// stopped (a suspended machine, which wakes every process at once) is only reported.
+pub const FROZEN_KILL_AFTER: Duration = Duration::from_secs(600);
+
+/// How long the engine `pid`, started at `started`, has gone without a beat (its own beats
+/// only; before its first one, since its start).
+pub fn beat_age(
+    ws: &Workspace,
+    pid: u32,
+    started: jiff::Timestamp,
+    now: jiff::Timestamp,
+) -> Duration {
+    let last = read_beat(ws)
+        .filter(|(_, by)| *by == pid)
+        .map_or(started, |(at, _)| at.max(started));
+    Duration::try_from(now.duration_since(last)).unwrap_or(Duration::ZERO)
+}
+
 /// `.nightshift/heartbeat`: the wall time of the engine's last beat (RFC 3339) and its pid.
 pub fn beat_path(ws: &Workspace) -> PathBuf {
     ws.dir().join("heartbeat")

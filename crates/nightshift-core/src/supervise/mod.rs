@@ -149,6 +149,7 @@ pub fn run(mut opts: Options, note: &mut dyn FnMut(&str)) -> Result<Ended, Super
         beat.facts.last_engine_start = Some(clock.wall());
         beat.facts.state = "running".into();
         beat.refresh();
+        let mut stale_alerted = false;
         let status = loop {
             for signal in signals::take() {
                 stop_requested = true;
@@ -158,6 +159,7 @@ pub fn run(mut opts: Options, note: &mut dyn FnMut(&str)) -> Result<Ended, Super
                 break status;
             }
             if beat.due() {
+                watch_heartbeat(&mut beat, &mut stale_alerted, child.id(), note);
                 beat.refresh();
             }
             std::thread::sleep(POLL);
@@ -230,6 +232,67 @@ pub fn run(mut opts: Options, note: &mut dyn FnMut(&str)) -> Result<Ended, Super
                     halt: Some(HaltReason::RestartStorm),
                 });
             }
+        }
+    }
+}
+
+/// `heartbeat_stale`: the engine has not beaten for [`live::STALE_AFTER`]. Said in health and
+/// alerted once per episode; an engine that is also stopped (SIGSTOP) past
+/// [`live::FROZEN_KILL_AFTER`] is killed, and the restart policy starts it again.
+fn watch_heartbeat(beat: &mut Heartbeat, alerted: &mut bool, pid: u32, note: &mut dyn FnMut(&str)) {
+    let started = beat
+        .facts
+        .last_engine_start
+        .unwrap_or_else(|| beat.clock.wall());
+    let age = live::beat_age(&beat.ws, pid, started, beat.clock.wall());
+    if age < live::STALE_AFTER {
+        if beat.facts.state == "heartbeat_stale" {
+            beat.facts.state = "running".into();
+        }
+        *alerted = false;
+        return;
+    }
+    beat.facts.state = "heartbeat_stale".into();
+    let frozen = live::is_frozen(pid);
+    if !*alerted {
+        *alerted = true;
+        let line = format!(
+            "heartbeat_stale: the engine (pid {pid}) has not beaten for {}s{}",
+            age.as_secs(),
+            if frozen {
+                format!(
+                    "; it is stopped (SIGSTOP?) and is killed and restarted after {} min",
+                    live::FROZEN_KILL_AFTER.as_secs() / 60
+                )
+            } else {
+                String::new()
+            }
+        );
+        note(&line);
+        let run_id = beat.last.as_ref().and_then(|h| h.run_id.clone());
+        crate::notify::raise(
+            &beat.ws,
+            beat.clock.as_ref(),
+            &beat.notify,
+            &Alert {
+                kind: AlertKind::HumanRequired,
+                summary: line,
+                detail: None,
+                run_id,
+                item: None,
+            },
+        );
+    }
+    if frozen && age >= live::FROZEN_KILL_AFTER {
+        note(&format!(
+            "heartbeat_stale: the engine (pid {pid}) stayed stopped for {}s; killing it (the run resumes)",
+            age.as_secs()
+        ));
+        if let Ok(raw) = i32::try_from(pid) {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(raw),
+                nix::sys::signal::Signal::SIGKILL,
+            );
         }
     }
 }

@@ -328,3 +328,118 @@ fn status_tells_a_live_run_from_a_stopped_a_dead_and_a_stormed_one() {
     let line = status_text(&repo);
     assert!(line.contains("the engine kept dying"), "{line}");
 }
+
+fn engine_pid(repo: &Repo) -> i32 {
+    let holder = std::fs::read_to_string(repo.root.join(".nightshift/lock")).unwrap();
+    holder
+        .strip_prefix("pid ")
+        .and_then(|r| r.split_whitespace().next())
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| panic!("no pid in the lock: {holder}"))
+}
+
+fn signal(pid: i32, signal: nix::sys::signal::Signal) {
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), signal).unwrap();
+}
+
+/// The engine is frozen (SIGSTOP) past the session timeout while its agent finishes in a few
+/// milliseconds: on waking, the session sees the child's exit before any deadline. It used to
+/// journal "timeout" whenever `select!` happened to pick the deadline first.
+#[test]
+fn a_session_whose_child_exited_during_an_engine_freeze_completed_it_did_not_time_out() {
+    let repo = Repo::new(&project());
+    let agent = HeldAgent::configure(&repo, "x");
+    let config = std::fs::read_to_string(repo.root.join("nightshift.toml"))
+        .unwrap()
+        .replace("[limits]\n", "[limits]\nsession_timeout = \"2s\"\n");
+    repo.configure(&config);
+    let engine = repo
+        .cmd(&["engine"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    agent.wait_started();
+    let pid = engine_pid(&repo);
+    signal(pid, nix::sys::signal::Signal::SIGSTOP);
+    agent.release();
+    // Not a synchronization: the session's bound (2 s, on the boot clock, which cannot be
+    // faked) must pass while the engine is frozen.
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    signal(pid, nix::sys::signal::Signal::SIGCONT);
+    let out = engine.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(10), "{}", text(&out));
+    let outcomes: Vec<String> = events(&repo)
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::SessionEnded { outcome, .. } => Some(format!("{outcome:?}")),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(outcomes, ["Completed"], "the session completed");
+}
+
+/// A frozen engine: the supervisor sees its heartbeat go stale (health.json `heartbeat_stale`,
+/// an alert, `status` says so), and once it stayed stopped past the bound the supervisor kills
+/// it and the restarted engine resumes the run. Time is the faked wall clock.
+#[test]
+fn a_frozen_engine_is_reported_heartbeat_stale_then_killed_and_restarted() {
+    let repo = one_item_repo();
+    let now = repo.agent_dir.join("now");
+    let t0: jiff::Timestamp = "2026-01-01T02:00:00Z".parse().unwrap();
+    std::fs::write(&now, t0.to_string()).unwrap();
+    assert_eq!(repo.run(&["pause"]).status.code(), Some(0));
+    let run = repo
+        .cmd(&["run"])
+        .env("NIGHTSHIFT_FAKE_NOW_FILE", &now)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for_journal(&repo, |all| {
+        all.iter()
+            .any(|e| matches!(e.kind, EventKind::RunPaused { .. }))
+    });
+    let pid = engine_pid(&repo);
+    signal(pid, nix::sys::signal::Signal::SIGSTOP);
+    let later = |s: i64| (t0 + jiff::SignedDuration::from_secs(s)).to_string();
+    std::fs::write(&now, later(60)).unwrap();
+    wait_for_file(&repo.root.join(".nightshift/health.json"), |h| {
+        h.contains("\"heartbeat_stale\"")
+    });
+    let attention = std::fs::read_to_string(repo.root.join(".nightshift/ATTENTION")).unwrap();
+    assert!(attention.contains("heartbeat_stale"), "{attention}");
+    let status = repo
+        .cmd(&["status", "--json"])
+        .env("NIGHTSHIFT_FAKE_NOW_FILE", &now)
+        .output()
+        .unwrap();
+    let status: serde_json::Value = serde_json::from_slice(&status.stdout).unwrap();
+    assert_eq!(status["run"]["live"], "heartbeat_stale", "{status}");
+    // Stopped past the bound: killed, restarted, resumed.
+    std::fs::write(&now, later(660)).unwrap();
+    wait_for_journal(&repo, |all| {
+        all.iter()
+            .any(|e| matches!(e.kind, EventKind::RunResumed { .. }))
+    });
+    assert_eq!(repo.run(&["resume"]).status.code(), Some(0));
+    let out = run.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(11), "{stderr}");
+    assert!(stderr.contains("stayed stopped"), "{stderr}");
+    let h = health(&repo);
+    assert_eq!(h["engine_restarts"], 1, "{h}");
+    assert_eq!(count(&events(&repo), "run_started"), 1);
+}
+
+/// Polls a file (a handshake, bounded) until `pred` holds for its text.
+fn wait_for_file(path: &std::path::Path, pred: impl Fn(&str) -> bool) {
+    let start = std::time::Instant::now();
+    while start.elapsed() < std::time::Duration::from_secs(60) {
+        if std::fs::read_to_string(path).is_ok_and(|t| pred(&t)) {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    panic!("timed out waiting for {}", path.display());
+}
