@@ -25,6 +25,19 @@ fn main() -> ExitCode {
     if rest.first().is_some_and(|a| a == "__fake-agent") {
         return exit(fake_agent::run_cli(rest.into_iter().skip(1)));
     }
+    // The confinement helper must stay single-threaded (user namespaces and Landlock need it):
+    // it is dispatched before anything here can start a thread.
+    if rest
+        .first()
+        .is_some_and(|a| a == nightshift_core::sandbox::SUBCOMMAND)
+    {
+        return exit(nightshift_core::sandbox::exec_main(
+            rest.into_iter().skip(1).collect(),
+        ));
+    }
+    if let Ok(exe) = std::env::current_exe() {
+        nightshift_core::sandbox::set_helper(exe);
+    }
     // Alerts are delivered by a detached `nightshift __deliver`, so a run never waits on them.
     nightshift_core::notify::set_launcher(commands::notify::launch_deliverer);
     let cli = match Cli::try_parse() {

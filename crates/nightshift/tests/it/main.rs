@@ -27,5 +27,6 @@ mod reading;
 mod replay;
 mod restore;
 mod review;
+mod sandbox;
 mod sessions;
 mod supervise;
