@@ -4,6 +4,29 @@ use std::fmt::Write as _;
 
 use nightshift_core::store::{CheckStage, DebtRow, Event, EventKind, ItemRow, Outcome, RunRow};
 
+/// Progress lines of a live run: [`event_line`], except that a pause re-armed for the same
+/// reason (a wait retried every few seconds) is said once, until something else happens.
+#[derive(Debug, Default)]
+pub struct Progress {
+    said_pause: Option<String>,
+}
+
+impl Progress {
+    pub fn line(&mut self, event: &Event) -> Option<String> {
+        match &event.kind {
+            EventKind::RunPaused { reason, .. } => {
+                if self.said_pause.as_deref() == Some(reason.as_str()) {
+                    return None;
+                }
+                self.said_pause = Some(reason.clone());
+            }
+            EventKind::RunUnpaused => return None,
+            _ => self.said_pause = None,
+        }
+        event_line(event)
+    }
+}
+
 /// A one-line description of a journal event, or `None` for bookkeeping not worth a line.
 pub fn event_line(event: &Event) -> Option<String> {
     let line = match &event.kind {
@@ -123,6 +146,12 @@ pub fn event_line(event: &Event) -> Option<String> {
             "paused by the operator: the step in flight is done; `nightshift resume` goes on"
                 .to_owned()
         }
+        EventKind::RunPaused { reason, until } => format!(
+            "paused: {reason} (tried again at {})",
+            jiff::Timestamp::from_second(*until)
+                .map(|t| t.to_string())
+                .unwrap_or_default()
+        ),
         EventKind::RunStopped {
             halt_reason: Some(halt),
             ..
