@@ -408,17 +408,87 @@ impl Config {
 }
 
 /// Reads, parses and validates a `nightshift.toml`. Errors name the file as `path` is written.
+/// The file's directory is the repository root: every path the config names must stay inside
+/// it, symlinks resolved.
 pub fn load(path: &Path) -> Result<Config, ConfigError> {
     let source = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
         path: path.to_path_buf(),
         source,
     })?;
-    parse(&source, &path.display().to_string())
+    let root = path.parent().map(|parent| {
+        if parent.as_os_str().is_empty() {
+            Path::new(".")
+        } else {
+            parent
+        }
+    });
+    raw::parse(&source, &path.display().to_string(), root).map_err(ConfigError::from)
 }
 
-/// Parses and validates the text of a `nightshift.toml`; `file_name` is used in errors.
+/// Parses and validates the text of a `nightshift.toml`; `file_name` is used in errors. Paths
+/// are checked lexically only (no repository to resolve symlinks in): [`load`] does both.
 pub fn parse(source: &str, file_name: &str) -> Result<Config, ConfigError> {
-    raw::parse(source, file_name).map_err(ConfigError::from)
+    raw::parse(source, file_name, None).map_err(ConfigError::from)
+}
+
+/// Whether a path the config names stays inside the directory it is relative to, by its text
+/// alone: not empty, not absolute, no `..`. The error is a fragment after the path.
+pub fn lexically_inside(path: &Path) -> Result<(), &'static str> {
+    use std::path::Component;
+    if path.as_os_str().is_empty() {
+        return Err("is empty");
+    }
+    for component in path.components() {
+        match component {
+            Component::Normal(_) | Component::CurDir => {}
+            Component::ParentDir => return Err("goes up with `..`"),
+            Component::RootDir | Component::Prefix(_) => return Err("is absolute"),
+        }
+    }
+    Ok(())
+}
+
+/// A config path that leads out of its root.
+#[derive(Debug, thiserror::Error)]
+pub enum PathEscape {
+    /// By its text: absolute, `..`, empty.
+    #[error("{0}")]
+    Lexical(&'static str),
+    /// Through a symlink on the way.
+    #[error("leads out of it through the symlink {link}")]
+    Symlink { link: PathBuf },
+    /// The root itself cannot be resolved.
+    #[error("cannot be resolved: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// Resolves `relative` under `root`, following the symlinks of the part that exists, and
+/// returns the resolved path when it is still inside `root` (the part that does not exist yet
+/// has only plain components, so it cannot leave). Used before nightshift reads or removes a
+/// file a config path names, in the repository or in an attempt's worktree, whose symlinks an
+/// agent may have made.
+pub fn resolve_inside(root: &Path, relative: &Path) -> Result<PathBuf, PathEscape> {
+    lexically_inside(relative).map_err(PathEscape::Lexical)?;
+    let root = root.canonicalize()?;
+    let mut existing = root.clone();
+    let mut rest = Vec::new();
+    let mut components = relative.components();
+    for component in components.by_ref() {
+        let next = existing.join(component);
+        if std::fs::symlink_metadata(&next).is_err() {
+            rest.push(component);
+            break;
+        }
+        let resolved = next
+            .canonicalize()
+            .map_err(|_| PathEscape::Symlink { link: next.clone() })?;
+        if !resolved.starts_with(&root) {
+            return Err(PathEscape::Symlink { link: next });
+        }
+        existing = resolved;
+    }
+    rest.extend(components);
+    Ok(rest.into_iter().fold(existing, |path, c| path.join(c)))
 }
 
 #[cfg(test)]

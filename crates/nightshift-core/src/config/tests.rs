@@ -1019,3 +1019,62 @@ fn a_prompt_with_a_nul_is_refused_where_the_escape_is() {
         "remove the `\\u0000`",
     );
 }
+
+#[test]
+fn every_config_path_stays_inside_the_repository() {
+    let item = "[[item]]\nid = \"a\"\nprompt = \"p\"\n";
+    for (source, at, span_text) in [
+        (
+            format!("{HEAD}results = \"../../../../victim.txt\"\n{item}"),
+            (5, 11),
+            "\"../../../../victim.txt\"",
+        ),
+        (
+            format!("plan = \"/etc/hostname\"\n{HEAD}{item}"),
+            (1, 8),
+            "\"/etc/hostname\"",
+        ),
+        (
+            format!("{HEAD}[gates]\nfile = \"../gates.toml\"\n{item}"),
+            (6, 8),
+            "\"../gates.toml\"",
+        ),
+        (
+            format!("{HEAD}results = \"target/../../junit.xml\"\n{item}"),
+            (5, 11),
+            "\"target/../../junit.xml\"",
+        ),
+    ] {
+        assert_error(
+            &source,
+            at,
+            span_text,
+            "must stay inside the repository",
+            "relative",
+        );
+    }
+}
+
+#[test]
+fn a_config_path_through_a_symlink_out_of_the_repository_is_refused() -> TestResult {
+    let outside = tempfile::tempdir()?;
+    let repo = tempfile::tempdir()?;
+    std::os::unix::fs::symlink(outside.path(), repo.path().join("out"))?;
+    std::fs::create_dir(repo.path().join("reports"))?;
+    std::os::unix::fs::symlink(repo.path().join("reports"), repo.path().join("inside-link"))?;
+    let file = repo.path().join(FILE_NAME);
+    let item = "[[item]]\nid = \"a\"\nprompt = \"p\"\n";
+    std::fs::write(&file, format!("{HEAD}results = \"out/junit.xml\"\n{item}"))?;
+    let Err(ConfigError::Invalid(error)) = load(&file) else {
+        panic!("a results path through a symlink out of the repository was accepted");
+    };
+    assert_eq!((error.line, error.column), (5, 11), "{error:?}");
+    assert!(error.message.contains("symlink"), "{error:?}");
+    // A symlink that stays inside is fine, and so is a path that does not exist yet.
+    std::fs::write(
+        &file,
+        format!("{HEAD}results = \"inside-link/new/junit.xml\"\n{item}"),
+    )?;
+    assert!(load(&file)?.check.results.is_some());
+    Ok(())
+}

@@ -923,19 +923,39 @@ impl Engine<'_> {
             match checkout {
                 Some(w) => {
                     let user = self.git.at(&w.path);
-                    if !user.is_clean_tracked()? {
-                        if user.tracked_tree_equals(&merged)? {
-                            // Our own fast-forward, interrupted after the files moved: finish it.
-                            self.move_target(&refname, &merged, &onto)?;
-                            user.reset_index()?;
-                        } else {
-                            // Never move a branch under someone's uncommitted work: the item
-                            // waits in `integrating`, a person is told, the wait is retried.
-                            return self.wait_for_checkout(format!(
-                                "the target `{target}` is checked out at {} with uncommitted changes; commit or stash them and the item integrates",
-                                w.path.display()
-                            ));
+                    let dirty = user.dirty_tracked_paths()?;
+                    // The user's uncommitted edits that the fast-forward would have to move.
+                    let blocking: Vec<String> = if dirty.is_empty() {
+                        Vec::new()
+                    } else {
+                        let moved: std::collections::HashSet<String> = self
+                            .git
+                            .changed_paths(&onto, &merged)?
+                            .into_iter()
+                            .map(|(path, _)| path)
+                            .collect();
+                        dirty.into_iter().filter(|p| moved.contains(p)).collect()
+                    };
+                    if !blocking.is_empty() && user.tracked_tree_equals(&merged)? {
+                        // Our own fast-forward, interrupted after the files moved: finish it.
+                        self.move_target(&refname, &merged, &onto)?;
+                        user.reset_index()?;
+                    } else if !blocking.is_empty() {
+                        // Never move a file under someone's uncommitted work: the item waits in
+                        // `integrating`, a person is told, the wait is retried. Edits to other
+                        // files do not block: the fast-forward below leaves them as they are
+                        // (git refuses, and the item waits, if it would overwrite one).
+                        let mut named: Vec<&str> =
+                            blocking.iter().take(5).map(String::as_str).collect();
+                        if blocking.len() > 5 {
+                            named.push("…");
                         }
+                        return self.wait_for_checkout(format!(
+                            "the target `{target}` is checked out at {} with uncommitted changes to {} that `{}` also changes; commit or stash them and the item integrates",
+                            w.path.display(),
+                            named.join(", "),
+                            att.item
+                        ));
                     } else if let Err(e) = user.merge_ff_only(&merged) {
                         if self.target_tip()? != onto {
                             return Ok(()); // someone committed meanwhile: merge onto the new tip

@@ -771,8 +771,10 @@ fn starts_session(att: &crate::store::AttemptRow, max_iterations: u32) -> bool {
     }
 }
 
-/// Keeps `.nightshift/` out of `git status` without touching a tracked file.
-pub(crate) fn ensure_excluded(common_dir: &std::path::Path) -> Result<(), EngineError> {
+/// Keeps `.nightshift/` out of `git status` without touching a tracked file: a line in
+/// `.git/info/exclude` (of the common directory, so every worktree sees it). `init` and every run
+/// start call it.
+pub fn ensure_excluded(common_dir: &std::path::Path) -> Result<(), EngineError> {
     let exclude = common_dir.join("info").join("exclude");
     let text = std::fs::read_to_string(&exclude).unwrap_or_default();
     if text.lines().any(|l| {

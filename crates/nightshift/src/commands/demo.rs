@@ -92,8 +92,9 @@ pub fn run(args: &DemoArgs) -> CommandResult {
     let ws = Workspace::new(&repo);
     let config = config::load(&repo.join(config::FILE_NAME))?;
     let plan = plan::load(&config, &repo)?;
+    let mut progress = render::Progress::default();
     let mut observe = |event: &nightshift_core::store::Event| {
-        if let Some(line) = render::event_line(event) {
+        if let Some(line) = progress.line(event) {
             outln!("  {line}");
         }
     };

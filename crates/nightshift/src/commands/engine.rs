@@ -29,6 +29,7 @@ pub fn run(args: &EngineArgs) -> CommandResult {
         u
     });
     let json = args.json;
+    let mut progress = render::Progress::default();
     let mut observe = |event: &nightshift_core::store::Event| {
         let mut out = std::io::stdout().lock();
         if json {
@@ -38,7 +39,7 @@ pub fn run(args: &EngineArgs) -> CommandResult {
             }) {
                 crate::out::note_stdout(writeln!(out, "{line}"));
             }
-        } else if let Some(line) = render::event_line(event) {
+        } else if let Some(line) = progress.line(event) {
             crate::out::note_stdout(writeln!(out, "{line}"));
         }
     };

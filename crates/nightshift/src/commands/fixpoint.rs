@@ -72,6 +72,7 @@ pub fn run(args: &LoopArgs) -> CommandResult {
     }];
     let plan = plan::load(&config, ws.root())?;
     let json = args.json;
+    let mut progress = render::Progress::default();
     let mut observe = |event: &nightshift_core::store::Event| {
         let mut out = std::io::stdout().lock();
         if json {
@@ -81,7 +82,7 @@ pub fn run(args: &LoopArgs) -> CommandResult {
             }) {
                 crate::out::note_stdout(writeln!(out, "{line}"));
             }
-        } else if let Some(line) = render::event_line(event) {
+        } else if let Some(line) = progress.line(event) {
             crate::out::note_stdout(writeln!(out, "{line}"));
         }
     };
