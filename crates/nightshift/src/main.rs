@@ -61,6 +61,7 @@ fn main() -> ExitCode {
         Command::Explain(args) => commands::explain::run(&args),
         Command::Accept(args) => commands::accept::run(&args),
         Command::Confirm(args) => commands::confirm::run(&args),
+        Command::Report(args) => commands::report::run(&args),
     };
     match result {
         Ok(code) => exit(code),

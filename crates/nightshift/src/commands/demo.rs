@@ -113,12 +113,21 @@ pub fn run(args: &DemoArgs) -> CommandResult {
         && let Some(run) = store.run(&summary.run_id)?
     {
         print!("{}", render::summary(&run, &summary.items));
+        print!("{}", super::report::terminal_report(&ws));
+    }
+    let page = dir.join("report.html");
+    if let Some(store) = super::read_store(&ws)?
+        && let Some(report) = super::report::build(&ws, &store, Some(&summary.run_id), None)?
+    {
+        super::report::write_page(&page, &report)?;
+        println!("\nthe morning report as a page: {}", page.display());
     }
     println!("\nlook around:");
     println!("  cd {}", repo.display());
     println!("  git log --oneline            # one commit per shipped item");
     println!("  nightshift status            # every item's state (--json for scripts)");
     println!("  nightshift log               # the journal of everything that happened");
+    println!("  nightshift report            # the morning report (--html FILE for a page)");
     let shipped = summary
         .items
         .iter()

@@ -64,6 +64,7 @@ pub fn run(args: &EngineArgs) -> CommandResult {
     {
         print!("{}", render::summary(&run, &summary.items));
         print!("{}", render::debts(&store.debts()?));
+        print!("{}", super::report::terminal_report(&ws));
     }
     Ok(summary.halt.class().code())
 }
