@@ -23,6 +23,7 @@ mod pipeline;
 mod probe;
 mod reading;
 mod replay;
+mod report;
 mod restore;
 mod review;
 mod sessions;

@@ -121,17 +121,14 @@ fn mark(o: OutcomeKind) -> &'static str {
 }
 
 fn item_block(out: &mut String, item: &ItemSection) {
-    let _ = writeln!(
-        out,
-        "  {} {}  {}{}",
-        mark(item.outcome),
-        item.id,
-        item.outcome.as_str().replace('_', " "),
-        item.reason
-            .as_deref()
-            .map(|r| format!(": {r}"))
-            .unwrap_or_default()
-    );
+    let label = item.outcome.as_str().replace('_', " ");
+    let said = match item.reason.as_deref() {
+        // A reason that already names the outcome is not prefixed with it twice.
+        Some(r) if r.starts_with(&label) => r.to_owned(),
+        Some(r) => format!("{label}: {r}"),
+        None => label,
+    };
+    let _ = writeln!(out, "  {} {}  {said}", mark(item.outcome), item.id);
     match &item.work {
         Work::Commit { commit } => {
             let _ = writeln!(out, "       work: on the target as {}", short(commit));
