@@ -323,3 +323,19 @@ impl Explain {
 pub fn explain_schema() -> schemars::Schema {
     schemars::schema_for!(Explain)
 }
+
+/// The version of the `report --json` shape.
+pub const REPORT_VERSION: u32 = 1;
+
+/// `nightshift report --json`: the morning report of one run (null when none has started).
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct Report {
+    /// Shape version; bumped on any incompatible change.
+    pub version: u32,
+    pub report: Option<nightshift_core::report::morning::Morning>,
+}
+
+/// The schema of `report --json`.
+pub fn report_schema() -> schemars::Schema {
+    schemars::schema_for!(Report)
+}

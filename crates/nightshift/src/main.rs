@@ -78,6 +78,7 @@ fn main() -> ExitCode {
         Command::Explain(args) => commands::explain::run(&args),
         Command::Accept(args) => commands::accept::run(&args),
         Command::Confirm(args) => commands::confirm::run(&args),
+        Command::Report(args) => commands::report::run(&args),
     };
     let code = match result {
         Ok(code) => code,

@@ -396,6 +396,14 @@ pub enum EventKind {
         attempt: u32,
         error: String,
     },
+    /// `nightshift tell`: an operator's message to an item's sessions; the engine puts the
+    /// messages not yet delivered into the item's next iteration's prompt.
+    OperatorMessage {
+        item: String,
+        /// Who said it (the user name, or `--from`).
+        who: String,
+        text: String,
+    },
     /// The run stopped on a computed condition.
     RunFinished {
         halt_reason: crate::halt::HaltReason,
@@ -446,6 +454,7 @@ impl EventKind {
             EventKind::WorktreeRemoved { .. } => "worktree_removed",
             EventKind::TeardownFailed { .. } => "teardown_failed",
             EventKind::RunFinished { .. } => "run_finished",
+            EventKind::OperatorMessage { .. } => "operator_message",
         }
     }
 
@@ -490,7 +499,8 @@ impl EventKind {
             | EventKind::RunFinished { .. } => (None, None),
             EventKind::ItemParked { item, .. }
             | EventKind::ItemEscalated { item, .. }
-            | EventKind::ItemAwaitingOperator { item, .. } => (Some(item), None),
+            | EventKind::ItemAwaitingOperator { item, .. }
+            | EventKind::OperatorMessage { item, .. } => (Some(item), None),
         }
     }
 }

@@ -115,12 +115,23 @@ pub fn run(args: &DemoArgs) -> CommandResult {
         && let Some(run) = store.run(&summary.run_id)?
     {
         out!("{}", render::summary(&run, &summary.items));
+        out!("{}", super::report::terminal_report(&ws));
     }
-    outln!("\nlook around:");
+    let page = dir.join("report.html");
+    if let Some(store) = super::read_store(&ws)?
+        && let Some(report) = super::report::build(&ws, &store, Some(&summary.run_id), None)?
+    {
+        super::report::write_page(&page, &report)?;
+        outln!("
+the morning report as a page: {}", page.display());
+    }
+    outln!("
+look around:");
     outln!("  cd {}", repo.display());
     outln!("  git log --oneline            # one commit per shipped item");
     outln!("  nightshift status            # every item's state (--json for scripts)");
     outln!("  nightshift log               # the journal of everything that happened");
+    outln!("  nightshift report            # the morning report (--html FILE for a page)");
     let shipped = summary
         .items
         .iter()

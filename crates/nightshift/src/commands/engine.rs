@@ -74,6 +74,7 @@ pub fn run(args: &EngineArgs) -> CommandResult {
     {
         out!("{}", render::summary(&run, &summary.items));
         out!("{}", render::debts(&store.debts()?));
+        out!("{}", super::report::terminal_report(&ws));
     }
     Ok(summary.halt.class().code())
 }

@@ -25,6 +25,7 @@ mod pipeline;
 mod probe;
 mod reading;
 mod replay;
+mod report;
 mod restore;
 mod review;
 mod sandbox;
