@@ -292,13 +292,6 @@ impl Engine<'_> {
             launch::session_uuid(&run_id, &att.item, att.attempt, iteration, att.nudges);
         // A nudge resumes the CLI's own session where the CLI can (Claude: the id we chose).
         let resume = nudge.and(att.agent_session.clone());
-        let argv = launch::argv(&launch::Launch {
-            agent: &self.config.agent,
-            prompt: &text,
-            prompt_file: &prompt_file.display().to_string(),
-            session_id: &session_id,
-            resume: resume.as_deref(),
-        });
         self.record(EventKind::SessionStarted {
             item: att.item.clone(),
             attempt: att.attempt,
@@ -306,15 +299,18 @@ impl Engine<'_> {
             log: log.display().to_string(),
         })?;
         let worktree = PathBuf::from(&att.worktree);
-        let spec = ProcessSpec {
-            argv,
+        let spec = launch::spec(launch::SessionSetup {
+            agent: &self.config.agent,
+            prompt_file: &prompt_file,
+            session_id: &session_id,
+            resume: resume.as_deref(),
             cwd: worktree.clone(),
             env,
             timeout: self.config.session.timeout,
             kill_grace: self.config.session.kill_grace,
             log,
             tail_bytes: AGENT_TAIL,
-        };
+        });
         let budget = self.session_budget(item)?;
         let agent = self.config.agent.clone();
         let end = self.supervise_session(spec, &agent, budget, &att.item, att.attempt)?;
@@ -390,7 +386,7 @@ impl Engine<'_> {
         let budget_gate = self.config.gates.mode("budget");
         let packet = SessionPacket {
             spec,
-            parser: launch::parser_name(agent).and_then(crate::agent::parser_for),
+            parser: launch::parser(agent),
             stall_grace: (stall != crate::gate::GateMode::Off)
                 .then_some(self.config.session.stall_grace),
             budget,

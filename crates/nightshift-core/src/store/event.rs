@@ -126,7 +126,8 @@ pub enum EventKind {
         /// For `rate_limited`: when the limit resets (epoch seconds), if the CLI said.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         resets_at: Option<i64>,
-        /// For `env_fault`: `transient` or `auth`.
+        /// For `env_fault`: `transient` or `auth`; for `permission_denied`: the refused tool
+        /// calls (`Write /repo/f.txt; Bash printf ok > f.txt`).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         fault: Option<String>,
         /// The CLI's own session id (what its resume takes), when known.

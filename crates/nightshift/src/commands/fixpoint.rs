@@ -132,6 +132,7 @@ fn agent(args: &LoopArgs) -> AgentConfig {
             model: None,
             args: Vec::new(),
             format: OutputFormat::Text,
+            policy: Default::default(),
         },
         (None, kind) => AgentConfig {
             kind: match kind {
@@ -145,6 +146,7 @@ fn agent(args: &LoopArgs) -> AgentConfig {
             model: args.model.clone(),
             args: Vec::new(),
             format: OutputFormat::Text,
+            policy: Default::default(),
         },
     }
 }
