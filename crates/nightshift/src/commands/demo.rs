@@ -122,11 +122,16 @@ pub fn run(args: &DemoArgs) -> CommandResult {
         && let Some(report) = super::report::build(&ws, &store, Some(&summary.run_id), None)?
     {
         super::report::write_page(&page, &report)?;
-        outln!("
-the morning report as a page: {}", page.display());
+        outln!(
+            "
+the morning report as a page: {}",
+            page.display()
+        );
     }
-    outln!("
-look around:");
+    outln!(
+        "
+look around:"
+    );
     outln!("  cd {}", repo.display());
     outln!("  git log --oneline            # one commit per shipped item");
     outln!("  nightshift status            # every item's state (--json for scripts)");
