@@ -1,5 +1,6 @@
 use super::*;
 use crate::check::results::{Format, TestResult, TestState};
+use std::collections::BTreeSet;
 
 fn results(tests: &[(&str, TestState)]) -> Results {
     Results {
@@ -149,6 +150,7 @@ fn deleting_an_assertion_in_a_test_file_fails_and_moving_one_does_not() -> Resul
             after: Some(weaker.into()),
         }],
         &tests,
+        &BTreeSet::new(),
     );
     assert_eq!(v.state, GuardState::Fail, "{}", v.detail);
     assert!(v.detail.contains("2 → 1 assertions"), "{}", v.detail);
@@ -167,6 +169,7 @@ fn deleting_an_assertion_in_a_test_file_fails_and_moving_one_does_not() -> Resul
             },
         ],
         &tests,
+        &BTreeSet::new(),
     );
     assert_eq!(moved.state, GuardState::Pass, "{}", moved.detail);
     // Deleting a whole test file loses its assertions.
@@ -177,6 +180,7 @@ fn deleting_an_assertion_in_a_test_file_fails_and_moving_one_does_not() -> Resul
             after: None,
         }],
         &tests,
+        &BTreeSet::new(),
     );
     assert_eq!(deleted.state, GuardState::Fail);
     // Inline Rust unit tests count; a source file without tests does not.
@@ -194,6 +198,7 @@ fn deleting_an_assertion_in_a_test_file_fails_and_moving_one_does_not() -> Resul
             },
         ],
         &tests,
+        &BTreeSet::new(),
     );
     assert_eq!(inline.state, GuardState::Fail, "{}", inline.detail);
     assert!(
@@ -209,6 +214,7 @@ fn deleting_an_assertion_in_a_test_file_fails_and_moving_one_does_not() -> Resul
             after: None,
         }],
         &tests,
+        &BTreeSet::new(),
     );
     assert_eq!(shell.state, GuardState::Pass);
     assert!(
@@ -216,5 +222,52 @@ fn deleting_an_assertion_in_a_test_file_fails_and_moving_one_does_not() -> Resul
             .detail
             .contains("no changed test file in a covered language")
     );
+    Ok(())
+}
+
+#[test]
+fn helper_assertions_and_test_files_named_by_the_results_are_counted() -> Result<(), String> {
+    let tests = PathSet::new(crate::config::DEFAULT_TEST_PATHS.iter().copied())?;
+    // A Rust helper call, not a macro: its deletion is a deleted assertion.
+    let rust_before = "#[test]\nfn parses() {\n    assert_to_string(\"1.2.3\", \"1.2.3\");\n    assert_to_string(\"1.2.3+4ÿ\", \"1.2.3+4ÿ\");\n}\nfn assert_to_string(a: &str, b: &str) { assert_eq!(v(a).to_string(), b); }\n";
+    let rust_after = "#[test]\nfn parses() {\n    assert_to_string(\"1.2.3\", \"1.2.3\");\n}\nfn assert_to_string(a: &str, b: &str) { assert_eq!(v(a).to_string(), b); }\n";
+    let v = assertions(
+        &[FileTexts {
+            path: "tests/version.rs".into(),
+            before: Some(rust_before.into()),
+            after: Some(rust_after.into()),
+        }],
+        &tests,
+        &BTreeSet::new(),
+    );
+    assert_eq!(v.state, GuardState::Fail, "{}", v.detail);
+    assert!(v.detail.contains("3 → 2 assertions"), "{}", v.detail);
+
+    // `test.py` matches no default pattern; the results name it, and its content says so.
+    let py_before = "import unittest\nclass T(unittest.TestCase):\n    def test_a(self):\n        self.assertEqual(f(), '你好')\n        self.assertEqual(g(), 2)\n        with self.assertRaises(ValueError): h()\n";
+    let py_after = "import unittest\nclass T(unittest.TestCase):\n    def test_a(self):\n        with self.assertRaises(ValueError): h()\n";
+    let file = || FileTexts {
+        path: "test.py".into(),
+        before: Some(py_before.into()),
+        after: Some(py_after.into()),
+    };
+    assert!(!tests.is_match("test.py"));
+    let named = BTreeSet::from(["test.py".to_owned()]);
+    let v = assertions(&[file()], &PathSet::empty(), &named);
+    assert_eq!(v.state, GuardState::Fail, "{}", v.detail);
+    assert!(v.detail.contains("3 → 1 assertions"), "{}", v.detail);
+    let v = assertions(&[file()], &PathSet::empty(), &BTreeSet::new());
+    assert_eq!(v.state, GuardState::Fail, "by content: {}", v.detail);
+    // A results file name matches as a path suffix (a crate's root inside a workspace).
+    let v = assertions(
+        &[FileTexts {
+            path: "crates/semver/tests/cli.rs".into(),
+            before: Some("fn t() { check(1); assert_ok(2); }\n".into()),
+            after: Some("fn t() { check(1); }\n".into()),
+        }],
+        &PathSet::empty(),
+        &BTreeSet::from(["tests/cli.rs".to_owned()]),
+    );
+    assert_eq!(v.state, GuardState::Fail, "{}", v.detail);
     Ok(())
 }
