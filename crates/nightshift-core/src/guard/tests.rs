@@ -271,3 +271,174 @@ fn helper_assertions_and_test_files_named_by_the_results_are_counted() -> Result
     assert_eq!(v.state, GuardState::Fail, "{}", v.detail);
     Ok(())
 }
+
+mod fuzz {
+    //! No file text, path, glob or result set an agent can produce panics a guard. Bounded
+    //! (`PROPTEST_CASES` raises it).
+    use super::*;
+    use proptest::prelude::*;
+
+    fn config() -> ProptestConfig {
+        ProptestConfig {
+            cases: std::env::var("PROPTEST_CASES")
+                .ok()
+                .and_then(|c| c.parse().ok())
+                .unwrap_or(256),
+            failure_persistence: None,
+            ..ProptestConfig::default()
+        }
+    }
+
+    /// Test-file text: assertion and skip forms, non-ASCII text, comments, any character.
+    fn code() -> impl Strategy<Value = String> {
+        const WORDS: &[&str] = &[
+            "assert",
+            "assert!(",
+            "assert_eq!(",
+            "assert_to_string(",
+            "self.assert",
+            "assertEqual(",
+            "pytest.raises(",
+            "expect(",
+            ".should.",
+            "should.",
+            "t.Error(",
+            "require.",
+            "assert.",
+            "#[test]",
+            "#[ignore",
+            "def test_",
+            "fn ",
+            "def ",
+            "function ",
+            "func ",
+            "unittest.TestCase",
+            "it.skip(",
+            "t.Skip(",
+            "//",
+            "#",
+            "/*",
+            "*",
+            "(",
+            "!",
+            "_",
+            ".",
+            " ",
+            "\n",
+            "\t",
+            "ÿ",
+            "1.2.3+4ÿ",
+            "你好",
+            "é",
+            "\0",
+            "\u{feff}",
+            "\r",
+        ];
+        let piece = prop_oneof![
+            4 => proptest::sample::select(WORDS).prop_map(str::to_owned),
+            1 => any::<char>().prop_map(|c| c.to_string()),
+        ];
+        proptest::collection::vec(piece, 0..80).prop_map(|p| p.concat())
+    }
+
+    fn path() -> impl Strategy<Value = String> {
+        const PARTS: &[&str] = &[
+            "tests/",
+            "src/",
+            "test.py",
+            "lib.rs",
+            "x_test.go",
+            "a.test.ts",
+            "ÿ",
+            "你好/",
+            ".",
+            "/",
+            "..",
+            "test_",
+            ".py",
+            ".rs",
+            "",
+            "*",
+            "[",
+            "{",
+            "\\",
+        ];
+        proptest::collection::vec(proptest::sample::select(PARTS), 0..6).prop_map(|p| p.concat())
+    }
+
+    fn results_of() -> impl Strategy<Value = Option<Results>> {
+        let id = prop_oneof![
+            any::<String>(),
+            Just("1 adds".to_owned()),
+            Just("c@doc src/lib.rs - f (line 3)".to_owned()),
+            Just("test.py::T::test_a[ÿ]".to_owned()),
+        ];
+        let state = prop_oneof![Just(Passed), Just(Failed), Just(Skipped)];
+        let format = proptest::sample::select(
+            &[
+                Format::Tap,
+                Format::Libtest,
+                Format::JunitXml,
+                Format::Pytest,
+                Format::Nextest,
+                Format::GoTestJson,
+            ][..],
+        );
+        proptest::option::of(
+            (proptest::collection::vec((id, state), 0..6), format).prop_map(|(tests, format)| {
+                Results {
+                    tests: tests
+                        .into_iter()
+                        .map(|(id, state)| TestResult { id, state })
+                        .collect(),
+                    format,
+                }
+            }),
+        )
+    }
+
+    proptest! {
+        #![proptest_config(config())]
+
+        #[test]
+        fn counting_any_text_never_panics(text in code(), raw in any::<String>()) {
+            for language in [Language::Rust, Language::Python, Language::JavaScript, Language::Go] {
+                let _ = assertions::count(language, &text);
+                let _ = assertions::count(language, &raw);
+                let _ = assertions::holds_tests(language, &text);
+            }
+        }
+
+        #[test]
+        fn the_guards_judge_any_change(
+            files in proptest::collection::vec(
+                (path(), proptest::option::of(code()), proptest::option::of(code())),
+                0..5,
+            ),
+            globs in proptest::collection::vec(path(), 0..4),
+            named in proptest::collection::btree_set(path(), 0..3),
+            base in results_of(),
+            now in results_of(),
+        ) {
+            let texts: Vec<FileTexts> = files
+                .iter()
+                .map(|(path, before, after)| FileTexts {
+                    path: path.clone(),
+                    before: before.clone(),
+                    after: after.clone(),
+                })
+                .collect();
+            let set = PathSet::new(globs.iter().map(String::as_str)).unwrap_or_else(|_| PathSet::empty());
+            let _ = assertions(&texts, &set, &named);
+            let changes: Vec<Change> = files
+                .iter()
+                .map(|(path, _, after)| Change { path: path.clone(), deleted: after.is_none() })
+                .collect();
+            let _ = blocked_paths(&changes, &set);
+            for expect in [Expect::Detected, Expect::Required, Expect::Never] {
+                let _ = test_set(base.as_ref(), now.as_ref(), expect);
+                let _ = skipped(base.as_ref(), now.as_ref(), expect);
+            }
+        }
+    }
+}

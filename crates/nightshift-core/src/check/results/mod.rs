@@ -72,6 +72,8 @@ mod text;
 mod xml;
 
 #[cfg(test)]
+mod fuzz;
+#[cfg(test)]
 mod samples;
 #[cfg(test)]
 mod tests;

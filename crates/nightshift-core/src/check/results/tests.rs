@@ -405,7 +405,10 @@ fn the_files_tests_live_in_come_from_the_ids() {
     };
     let py = results(
         Format::Pytest,
-        &["test.py::TestParse::test_cjk", "tests/test_a.py::test_b[1-2]"],
+        &[
+            "test.py::TestParse::test_cjk",
+            "tests/test_a.py::test_b[1-2]",
+        ],
     );
     assert_eq!(
         py.test_files().into_iter().collect::<Vec<_>>(),
