@@ -154,6 +154,11 @@ impl Engine<'_> {
             "review_repair" => self.run_session(item, att, att.iteration + 1),
             "reviewed_ok" => self.prepare_merge(item, att),
             "conflict" => self.start_conflict_repair(item, att),
+            "merge_prepared" | "merge_checking" | "merge_green" | "integrating"
+                if self.merged_is_missing(att)? =>
+            {
+                self.remake_merge(item, att)
+            }
             "merge_prepared" if att.onto.as_deref() == Some(att.base.as_str()) => {
                 self.integrate(att)
             }
@@ -829,6 +834,11 @@ impl Engine<'_> {
                 None => self.git.commit_tree(&tree, &[&tip], &message)?,
             },
         };
+        // Until it lands, nothing but the journal names this commit: a `git gc --prune=now`
+        // (a user's, a cron's) would delete it, and every later step of the attempt would
+        // fail on the missing object. A ref keeps it alive; teardown deletes it.
+        self.git
+            .set_ref(&merge_ref(&att.item, att.attempt), &commit)?;
         // The next attempt's base is this commit: its tree is known already.
         if tip == att.base {
             let tree = self.tree_of(&candidate)?;
@@ -984,6 +994,46 @@ impl Engine<'_> {
         Ok(())
     }
 
+    /// Whether the attempt's prepared merge commit is gone from the object store (pruned by a
+    /// concurrent `git gc --prune=now` before its keep-alive ref existed, or by hand).
+    fn merged_is_missing(&self, att: &AttemptRow) -> Result<bool, EngineError> {
+        let Some(merged) = att.merged.as_deref() else {
+            return Ok(false);
+        };
+        Ok(self.git.resolve(merged)?.is_none())
+    }
+
+    /// The prepared merge is gone: make it again from the attempt's candidate (its branch keeps
+    /// that alive), once; when the candidate is gone too, or the new merge vanished as well,
+    /// the attempt fails with the reason (never the engine: the next start would meet the same
+    /// missing object).
+    fn remake_merge(&mut self, item: &ItemRow, att: &AttemptRow) -> Result<(), EngineError> {
+        let candidate = att.candidate.clone().unwrap_or_default();
+        let merged = att.merged.clone().unwrap_or_default();
+        let remade = self
+            .store
+            .attempt_events(
+                &self.run_id(),
+                &att.item,
+                att.attempt,
+                Some("merge_prepared"),
+            )?
+            .len()
+            > 1;
+        if remade || self.git.resolve(&candidate)?.is_none() {
+            return self.fail(
+                att,
+                format!(
+                    "the attempt's commit {} is missing from the repository (a concurrent `git gc \
+                     --prune=now`?); its work is on branch {}",
+                    short(&merged),
+                    att.branch
+                ),
+            );
+        }
+        self.prepare_merge(item, att)
+    }
+
     /// Pauses the run until the user's checkout of the target can take the item: ATTENTION
     /// the first time, then a quiet retry every `fault_backoff` (doubling, at most a minute).
     fn wait_for_checkout(&mut self, why: String) -> Result<(), EngineError> {
@@ -1109,6 +1159,11 @@ impl Engine<'_> {
             att.attempt
         )
     }
+}
+
+/// The ref that keeps an attempt's prepared merge commit alive until it lands.
+pub(super) fn merge_ref(item: &str, attempt: u32) -> String {
+    format!("refs/nightshift/merge/{item}/{attempt}")
 }
 
 /// Whether a file still holds a git conflict marker line.

@@ -464,7 +464,13 @@ pub(crate) fn evaluate(
             },
         });
     }
-    verdicts.push(guard::assertions(&files, &tests));
+    // The files the check's own results say hold tests, at the base or now.
+    let from_results: std::collections::BTreeSet<String> = base
+        .into_iter()
+        .chain(results)
+        .flat_map(Results::test_files)
+        .collect();
+    verdicts.push(guard::assertions(&files, &tests, &from_results));
     Ok(verdicts)
 }
 
