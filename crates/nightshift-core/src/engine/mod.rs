@@ -430,13 +430,39 @@ impl Engine<'_> {
             help: Some("create it with a first commit, or set [integrate] target to an existing branch".into()),
         })?;
         let mut items = Vec::with_capacity(plan.items.len());
+        // The target's `Nightshift-Item` trailers are the ground truth a lost state database is
+        // rebuilt against: an item the store has no record of, but whose commit is on the
+        // target, shipped already and is not worked again (issue 13).
+        let mut trailers = None;
+        let mut recovered = Vec::new();
         for item in &plan.items {
+            let mut shipped_by = self.store.shipped_by(&item.id)?;
+            if shipped_by.is_none() && !self.store.knows_item(&item.id)? {
+                let shipped = match &trailers {
+                    Some(t) => t,
+                    None => trailers.insert(shipped_on_target(&self.git, &target)?),
+                };
+                if let Some((run, commit)) = shipped.get(&item.id) {
+                    recovered.push(format!("{} ({})", item.id, &commit[..commit.len().min(12)]));
+                    shipped_by = Some(run.clone());
+                }
+            }
             items.push(PlannedItem {
                 id: item.id.clone(),
                 prompt: item.prompt.clone(),
                 check: item.check.clone(),
-                shipped_by: self.store.shipped_by(&item.id)?,
+                shipped_by,
             });
+        }
+        if !recovered.is_empty() {
+            crate::notify::attention(
+                &self.ws,
+                self.clock.as_ref(),
+                &format!(
+                    "the state database has no record of {}, but their Nightshift-Item commits are on {target}: counted as shipped, not worked again",
+                    recovered.join(", ")
+                ),
+            );
         }
         self.run = Some(RunRow {
             id: new_run_id(self.clock.as_ref()),
@@ -749,6 +775,45 @@ fn starts_session(att: &crate::store::AttemptRow, max_iterations: u32) -> bool {
         "red" => att.iteration < max_iterations,
         _ => false,
     }
+}
+
+/// Items shipped on `target` by nightshift, from the trailers of its commits: item id →
+/// (`Nightshift-Run`, commit), the newest commit per item.
+fn shipped_on_target(
+    git: &Git,
+    target: &str,
+) -> Result<std::collections::HashMap<String, (String, String)>, EngineError> {
+    let out = git.run(&[
+        "log",
+        "--format=%H%x1f%(trailers:key=Nightshift-Item,valueonly,separator=%x1e)%x1f%(trailers:key=Nightshift-Run,valueonly,separator=%x1e)",
+        &format!("refs/heads/{target}"),
+        "--",
+    ])?;
+    let mut shipped = std::collections::HashMap::new();
+    for line in out.lines() {
+        let mut fields = line.split('\u{1f}');
+        let (Some(commit), Some(items), run) = (fields.next(), fields.next(), fields.next()) else {
+            continue;
+        };
+        let run = run
+            .and_then(|r| r.split('\u{1e}').next())
+            .map(str::trim)
+            .filter(|r| !r.is_empty())
+            .unwrap_or("unknown");
+        for item in items
+            .split('\u{1e}')
+            .map(str::trim)
+            .filter(|i| !i.is_empty())
+        {
+            shipped.entry(item.to_owned()).or_insert_with(|| {
+                (
+                    format!("{run} (per its commit on {target})"),
+                    commit.to_owned(),
+                )
+            });
+        }
+    }
+    Ok(shipped)
 }
 
 /// Keeps `.nightshift/` out of `git status` without touching a tracked file.

@@ -443,3 +443,95 @@ fn wait_for_file(path: &std::path::Path, pred: impl Fn(&str) -> bool) {
     }
     panic!("timed out waiting for {}", path.display());
 }
+
+fn remove_store(repo: &Repo) {
+    for suffix in ["", "-wal", "-shm"] {
+        let _ = std::fs::remove_file(repo.root.join(format!(".nightshift/state.db{suffix}")));
+    }
+}
+
+/// `state.db` deleted, or emptied, between runs: the next run used to ship every item a second
+/// time. The target's `Nightshift-Item` trailers are the ground truth: nothing is worked again,
+/// and ATTENTION says why.
+#[test]
+fn a_lost_or_emptied_state_database_is_rebuilt_from_the_trailers_nothing_ships_twice() {
+    for how in ["deleted", "emptied"] {
+        let repo = Repo::new(&project());
+        repo.agent("a", &solves("a"));
+        repo.agent("b", &solves("b"));
+        repo.configure(&plan(&repo, &["a", "b"], 1, 1));
+        assert_eq!(repo.run(&["run"]).status.code(), Some(10));
+        assert_eq!(repo.shipped_items(), ["a", "b"]);
+        remove_store(&repo);
+        if how == "emptied" {
+            std::fs::write(repo.root.join(".nightshift/state.db"), "").unwrap();
+        }
+        let out = repo.run(&["run"]);
+        assert_eq!(out.status.code(), Some(10), "{how}: {}", text(&out));
+        assert_eq!(
+            repo.shipped_items(),
+            ["a", "b"],
+            "{how}: nothing shipped twice"
+        );
+        let all = events(&repo);
+        assert_eq!(
+            count(&all, "attempt_started"),
+            0,
+            "{how}: nothing worked again"
+        );
+        assert_eq!(repo.item_state("a"), "shipped", "{how}");
+        let attention =
+            std::fs::read_to_string(repo.root.join(".nightshift/ATTENTION")).unwrap_or_default();
+        assert!(
+            attention.contains("no record of a (") && attention.contains("b ("),
+            "{how}: {attention}"
+        );
+    }
+}
+
+/// A corrupt `state.db`: one line that says what is wrong and what to do, exit 30, and no
+/// restart (it used to be five engine starts, then "resumable: fix the cause").
+#[test]
+fn a_corrupt_state_database_is_one_line_and_exit_30_without_a_restart() {
+    let repo = one_item_repo();
+    std::fs::create_dir_all(repo.root.join(".nightshift")).unwrap();
+    std::fs::write(
+        repo.root.join(".nightshift/state.db"),
+        "this is not an SQLite database, it is a text file of some length\n".repeat(64),
+    )
+    .unwrap();
+    let out = repo.run(&["run"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(30), "{stderr}");
+    assert!(!stderr.contains("restarting"), "{stderr}");
+    let errors: Vec<&str> = stderr.lines().filter(|l| l.starts_with("error:")).collect();
+    assert_eq!(errors.len(), 1, "{stderr}");
+    assert!(
+        errors[0].contains("is corrupt") && errors[0].contains("move it aside"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("help: the run is resumable"), "{stderr}");
+}
+
+/// `state.db` deleted while the engine works: it used to write on into the unlinked file. The
+/// next transaction sees the path no longer names its file and the engine stops, exit 30, with
+/// a clear line; the supervisor does not restart it.
+#[test]
+fn a_state_database_deleted_mid_run_stops_the_engine_with_a_clear_error() {
+    let repo = Repo::new(&project());
+    let agent = HeldAgent::configure(&repo, "x");
+    let run = repo
+        .cmd(&["run"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    agent.wait_started();
+    remove_store(&repo);
+    agent.release();
+    let out = run.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(30), "{stderr}");
+    assert!(stderr.contains("deleted or replaced"), "{stderr}");
+    assert!(!stderr.contains("restarting"), "{stderr}");
+}
