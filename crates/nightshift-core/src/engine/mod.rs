@@ -12,6 +12,7 @@ mod launch;
 mod prompt;
 mod receipt;
 mod review;
+mod space;
 mod teardown;
 mod triage;
 pub(crate) mod verdict;
@@ -260,8 +261,14 @@ pub(crate) struct Journal<'a, 'o> {
 
 impl Journal<'_, '_> {
     fn record(&mut self, kind: EventKind) -> Result<Event, EngineError> {
-        let at = self.clock.wall().to_string();
-        let event = self.store.record(self.run_id, &at, kind)?;
+        let event = space::record(
+            self.store,
+            self.ws,
+            self.clock,
+            self.notify,
+            self.run_id,
+            kind,
+        )?;
         (self.observe)(&event);
         failpoint::hit(event.kind.name());
         Ok(event)
@@ -387,8 +394,14 @@ impl Engine<'_> {
     /// failpoint of that name.
     fn record(&mut self, kind: EventKind) -> Result<Event, EngineError> {
         let run_id = self.run_id();
-        let at = self.clock.wall().to_string();
-        let event = self.store.record(&run_id, &at, kind)?;
+        let event = space::record(
+            &mut self.store,
+            &self.ws,
+            self.clock.as_ref(),
+            &self.config.notify,
+            &run_id,
+            kind,
+        )?;
         (self.observe)(&event);
         failpoint::hit(event.kind.name());
         // The cached run row (pass, spend, pause) always reflects the journal.
@@ -527,7 +540,9 @@ impl Engine<'_> {
                     {
                         return self.deadline_stop();
                     }
-                    self.step(item, &attempt)?;
+                    if let Err(e) = self.step(item, &attempt) {
+                        self.step_failed(item, &attempt, e)?;
+                    }
                     continue;
                 }
             }
@@ -544,7 +559,9 @@ impl Engine<'_> {
                 if self.deadline_passed() {
                     return self.deadline_stop();
                 }
-                self.start_attempt(item)?;
+                if let Err(e) = self.start_attempt(item) {
+                    self.wait_if_disk_full(e)?;
+                }
                 continue;
             }
             // An item halted by a guard is not retried: the agent weakened the oracle or
@@ -583,6 +600,88 @@ impl Engine<'_> {
             return Ok(halt);
         }
     }
+}
+
+impl Engine<'_> {
+    /// A step of an attempt failed with an error, not an outcome. The rule (issue 13): an error
+    /// the next engine start would hit again is never answered by a restart.
+    ///
+    /// - A full disk pauses the run until there is space again; the step then runs again.
+    /// - A git, file or session failure before integration fails this attempt with the error as
+    ///   its reason (its work preserved; the item goes round again), and parks the item when
+    ///   its previous attempt failed the same way: one item's deterministic failure parks that
+    ///   item, it never stops the run.
+    /// - Anything else (the store, the run lock, a failure while moving the target, where
+    ///   failing the attempt could ship the work twice) stops the engine as before.
+    fn step_failed(
+        &mut self,
+        item: &ItemRow,
+        att: &crate::store::AttemptRow,
+        error: EngineError,
+    ) -> Result<(), EngineError> {
+        if space::is_disk_full(&error) {
+            return self.wait_if_disk_full(error);
+        }
+        let before_integration = matches!(
+            att.phase.as_str(),
+            "preparing"
+                | "ready"
+                | "session"
+                | "session_retry"
+                | "session_ended"
+                | "committed"
+                | "checking"
+                | "red"
+        );
+        let item_level = matches!(
+            error,
+            EngineError::Git(_) | EngineError::Io { .. } | EngineError::Session(_)
+        );
+        if !(before_integration && item_level) {
+            return Err(error);
+        }
+        let reason = format!("internal error: failed to {}", error_chain(&error));
+        let again = item.reason.as_deref() == Some(reason.as_str());
+        let ended = if again {
+            self.park(att, reason)
+        } else {
+            self.fail(att, reason)
+        };
+        // Failing the attempt failed too: nothing more can be done here.
+        ended.map_err(|_| error)
+    }
+
+    /// Waits out a full disk (see `space`); any other error is returned.
+    fn wait_if_disk_full(&mut self, error: EngineError) -> Result<(), EngineError> {
+        if !space::is_disk_full(&error) {
+            return Err(error);
+        }
+        let run_id = self.run_id();
+        let cause = error_chain(&error);
+        if space::wait_for_space(
+            &self.ws,
+            self.clock.as_ref(),
+            &self.config.notify,
+            &run_id,
+            &cause,
+        ) {
+            Ok(())
+        } else {
+            Err(error)
+        }
+    }
+}
+
+/// An error and its sources, joined with ": ".
+fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(s) = source {
+        text.push_str(": ");
+        text.push_str(&s.to_string());
+        source = s.source();
+    }
+    text
 }
 
 impl Engine<'_> {

@@ -319,6 +319,12 @@ impl Store {
     /// Appends `kind` to the journal and applies it to the state, in one transaction.
     pub fn record(&mut self, run_id: &str, at: &str, kind: EventKind) -> Result<Event, StoreError> {
         self.check_identity()?;
+        if crate::failpoint::disk_full() {
+            return Err(StoreError::Sql(rusqlite::Error::SqliteFailure(
+                rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_FULL),
+                Some("database or disk is full (injected)".into()),
+            )));
+        }
         let data = serde_json::to_string(&kind).map_err(StoreError::Encode)?;
         let (item, attempt) = kind.item_attempt();
         let tx = self.conn.transaction()?;
