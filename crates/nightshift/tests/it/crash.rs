@@ -129,12 +129,32 @@ fn sigkill_at_every_transition_then_resume_ships_each_item_exactly_once() {
     );
 }
 
-/// The matrix is computed, not hand-kept: every kind the crash plan journals has its point.
-#[test]
-fn the_crash_points_cover_every_event_the_crash_plan_journals() {
-    let repo = crash_repo();
+/// The points a reviewed plan adds.
+const REVIEW_POINTS: &[&str] = &["review_started", "review_ended", "review_decided"];
+
+/// Items `a` and `b` ship, each after an approving review (a shell script reviewer).
+fn review_repo() -> Repo {
+    let repo = Repo::new(&project());
+    repo.agent("a", &solves("a"));
+    repo.agent("b", &solves("b"));
+    let script = repo.agent_dir.join("review.sh");
+    std::fs::write(
+        &script,
+        r#"printf '%s\n' '{"verdict": "approve", "reason": "looks right", "findings": []}' > "$NIGHTSHIFT_VERDICT_FILE""#,
+    )
+    .unwrap();
+    repo.configure(&format!(
+        "{}\n[agent.review]\ncommand = [\"sh\", \"{}\"]\n\n[review]\nwhen = \"always\"\n",
+        plan(&repo, &["a", "b"], 2, 1),
+        script.display()
+    ));
+    repo
+}
+
+/// The kinds a plan journals when nothing goes wrong.
+fn journaled_kinds(repo: &Repo, code: i32) -> Vec<&'static str> {
     let out = repo.run(&["run"]);
-    assert_eq!(out.status.code(), Some(11), "{}", text(&out));
+    assert_eq!(out.status.code(), Some(code), "{}", text(&out));
     let mut kinds: Vec<&str> = repo
         .store()
         .events_after(0, 100_000)
@@ -144,11 +164,67 @@ fn the_crash_points_cover_every_event_the_crash_plan_journals() {
         .collect();
     kinds.sort_unstable();
     kinds.dedup();
+    kinds
+}
+
+/// The matrix is computed, not hand-kept: every kind the crash plans journal has its point.
+#[test]
+fn the_crash_points_cover_every_event_the_crash_plan_journals() {
+    let kinds = journaled_kinds(&crash_repo(), 11);
     let missing: Vec<_> = kinds.iter().filter(|k| !POINTS.contains(k)).collect();
     assert!(
         missing.is_empty(),
         "no failpoint in the matrix for {missing:?}"
     );
+    let kinds = journaled_kinds(&review_repo(), 10);
+    let missing: Vec<_> = kinds
+        .iter()
+        .filter(|k| !POINTS.contains(k) && !REVIEW_POINTS.contains(k))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "no failpoint in the review matrix for {missing:?}"
+    );
+}
+
+/// A reviewed plan, killed once at each review transition under the supervisor: the same run
+/// resumes, each item ships exactly once, nothing follows `run_finished`.
+#[test]
+fn sigkill_at_every_review_transition_under_the_supervisor_resumes_the_same_run() {
+    for point in REVIEW_POINTS {
+        for nth in [1, 2] {
+            let spec = format!("{point}@{nth}");
+            let repo = review_repo();
+            let once = repo.agent_dir.join("failpoint-fired");
+            let out = repo
+                .cmd(&["run"])
+                .env(failpoint::ENV, &spec)
+                .env(failpoint::ONCE_ENV, &once)
+                .output()
+                .unwrap();
+            assert_eq!(out.status.code(), Some(10), "{spec}\n{}", text(&out));
+            assert!(once.exists(), "{spec}: the failpoint was never reached");
+            let kinds: Vec<&'static str> = repo
+                .store()
+                .events_after(0, 100_000)
+                .unwrap()
+                .iter()
+                .map(|e| e.kind.name())
+                .collect();
+            assert_eq!(
+                kinds.iter().filter(|k| **k == "run_started").count(),
+                1,
+                "{spec}: {kinds:?}"
+            );
+            assert_eq!(
+                kinds.iter().position(|k| *k == "run_finished"),
+                Some(kinds.len() - 1),
+                "{spec}: {kinds:?}"
+            );
+            assert_eq!(repo.shipped_items(), ["a", "b"], "{spec}");
+            repo.assert_clean_end();
+        }
+    }
 }
 
 /// The same matrix under the supervisor (`nightshift run`): the engine dies once at the point
