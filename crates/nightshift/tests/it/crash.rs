@@ -129,6 +129,9 @@ fn sigkill_at_every_transition_then_resume_ships_each_item_exactly_once() {
     );
 }
 
+/// The points of the operator pause (their own test below).
+const PAUSE_POINTS: &[&str] = &["run_paused", "run_unpaused"];
+
 /// The points a reviewed plan adds.
 const REVIEW_POINTS: &[&str] = &["review_started", "review_ended", "review_decided"];
 
@@ -322,4 +325,80 @@ fn an_engine_killed_mid_session_leaves_no_orphan_and_the_session_runs_again() {
         .count();
     assert_eq!(sessions, 2, "the interrupted session ran again, once");
     repo.assert_clean_end();
+}
+
+/// The operator pause's transitions, killed once each under the supervisor: the restarted
+/// engine resumes the same run, still paused until `nightshift resume`, then finishes it.
+#[test]
+fn sigkill_at_the_pause_transitions_under_the_supervisor_resumes_the_same_run() {
+    use nightshift_core::store::EventKind;
+    use std::process::Stdio;
+    for point in PAUSE_POINTS.iter().copied() {
+        let repo = Repo::new(&project());
+        repo.agent("a", &solves("a"));
+        repo.configure(&plan(&repo, &["a"], 1, 1));
+        let once = repo.agent_dir.join("failpoint-fired");
+        assert_eq!(repo.run(&["pause"]).status.code(), Some(0));
+        let run = repo
+            .cmd(&["run"])
+            .env(failpoint::ENV, point)
+            .env(failpoint::ONCE_ENV, &once)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Paused (again, after the restart when the kill came at run_paused).
+        let paused_engines = if point == "run_paused" { 2 } else { 1 };
+        wait_for(&repo, |kinds| {
+            kinds
+                .iter()
+                .filter(|k| k.name() == "run_started" || k.name() == "run_resumed")
+                .count()
+                >= paused_engines
+                && kinds
+                    .iter()
+                    .any(|k| matches!(k, EventKind::RunPaused { .. }))
+        });
+        assert_eq!(repo.run(&["resume"]).status.code(), Some(0));
+        let out = run.wait_with_output().unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(10),
+            "{point}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(once.exists(), "{point}: the failpoint was never reached");
+        let kinds: Vec<&'static str> = repo
+            .store()
+            .events_after(0, 100_000)
+            .unwrap()
+            .iter()
+            .map(|e| e.kind.name())
+            .collect();
+        assert_eq!(
+            kinds.iter().filter(|k| **k == "run_started").count(),
+            1,
+            "{point}: {kinds:?}"
+        );
+        assert_eq!(repo.shipped_items(), ["a"], "{point}");
+        repo.assert_clean_end();
+    }
+}
+
+/// Polls the journal (a bounded handshake) until `pred` holds for its kinds.
+fn wait_for(repo: &Repo, pred: impl Fn(&[nightshift_core::store::EventKind]) -> bool) {
+    let start = std::time::Instant::now();
+    while start.elapsed() < std::time::Duration::from_secs(60) {
+        let seen =
+            nightshift_core::store::Store::open_read_only(&repo.root.join(".nightshift/state.db"))
+                .and_then(|s| s.events_after(0, 100_000));
+        if let Ok(all) = seen {
+            let kinds: Vec<_> = all.into_iter().map(|e| e.kind).collect();
+            if pred(&kinds) {
+                return;
+            }
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    panic!("timed out waiting for the journal");
 }
