@@ -128,3 +128,33 @@ pub(crate) fn record(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_full_disk_is_recognised_through_every_layer_and_nothing_else_is() {
+        let enospc = EngineError::Io {
+            path: "x".into(),
+            source: std::io::Error::from_raw_os_error(nix::libc::ENOSPC),
+        };
+        assert!(is_disk_full(&enospc));
+        let sqlite_full = EngineError::Store(StoreError::Sql(rusqlite::Error::SqliteFailure(
+            rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_FULL),
+            None,
+        )));
+        assert!(is_disk_full(&sqlite_full));
+        let git = EngineError::Workspace {
+            what: "run git commit: fatal: unable to write new index file: No space left on device"
+                .into(),
+            help: None,
+        };
+        assert!(is_disk_full(&git));
+        let other = EngineError::Io {
+            path: "x".into(),
+            source: std::io::Error::from_raw_os_error(nix::libc::EACCES),
+        };
+        assert!(!is_disk_full(&other));
+    }
+}
