@@ -314,6 +314,7 @@ impl Engine<'_> {
             kill_grace: self.config.session.kill_grace,
             log,
             tail_bytes: AGENT_TAIL,
+            log_limit: None,
         };
         let budget = self.session_budget(item)?;
         let agent = self.config.agent.clone();

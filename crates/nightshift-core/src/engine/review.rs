@@ -279,6 +279,7 @@ impl Engine<'_> {
             kill_grace: self.config.session.kill_grace,
             log: log.clone(),
             tail_bytes: 4096,
+            log_limit: None,
         };
         let end = self.supervise_session(spec, r.agent, r.budget, r.item, r.attempt)?;
         if end.outcome == Outcome::SpawnFailed {
