@@ -5,6 +5,7 @@ mod cli;
 mod commands;
 mod error;
 mod json;
+mod meter;
 mod render;
 
 use std::process::ExitCode;
