@@ -154,29 +154,45 @@ impl Default for DoctorOptions {
     }
 }
 
-/// Runs every finding in order; `progress` sees each as it is made.
+/// What a doctor pass tells its caller while it works.
+#[derive(Debug, Clone, Copy)]
+pub enum Progress<'a> {
+    /// A finding, the moment it is made.
+    Finding(&'a Finding),
+    /// A check run starts: the `index`-th (1-based) of at most `total` in this pass (the
+    /// determinism runs, then up to three mutants; the total shrinks when fewer are needed),
+    /// and what it is for. The caller times them for an ETA.
+    CheckRun {
+        index: u32,
+        total: u32,
+        what: &'a str,
+    },
+}
+
+/// Runs every finding in order; `progress` sees each as it is made, and every check run as it
+/// starts.
 pub fn doctor(
     ws: &Workspace,
     config: &Config,
     opts: &DoctorOptions,
-    progress: &mut dyn FnMut(&Finding),
+    progress: &mut dyn FnMut(Progress<'_>),
 ) -> Report {
     let mut findings = Vec::new();
-    let mut push = |f: Finding, findings: &mut Vec<Finding>| {
+    let push = |f: Finding, findings: &mut Vec<Finding>, progress: &mut dyn FnMut(Progress<'_>)| {
         let f = gated(config, f);
-        progress(&f);
+        progress(Progress::Finding(&f));
         findings.push(f);
     };
-    push(agent(ws, config, opts.quick), &mut findings);
+    push(agent(ws, config, opts.quick), &mut findings, progress);
     for f in git_state(ws, config) {
-        push(f, &mut findings);
+        push(f, &mut findings, progress);
     }
     if !opts.quick {
         let command = opts.check.clone().or_else(|| primary_check(config));
         match command {
             Some(command) => {
-                for f in check_findings(ws, config, &command, opts.determinism_runs) {
-                    push(f, &mut findings);
+                for f in check_findings(ws, config, &command, opts.determinism_runs, progress) {
+                    push(f, &mut findings, progress);
                 }
             }
             None => push(
@@ -187,15 +203,16 @@ pub fn doctor(
                     "set [check] command in nightshift.toml",
                 ),
                 &mut findings,
+                progress,
             ),
         }
     }
     if let Some(f) = unedited_template(config) {
-        push(f, &mut findings);
+        push(f, &mut findings, progress);
     }
-    push(attention_file(ws), &mut findings);
+    push(attention_file(ws), &mut findings, progress);
     for f in notify_channels(&config.notify) {
-        push(f, &mut findings);
+        push(f, &mut findings, progress);
     }
     Report { findings }
 }
@@ -577,7 +594,16 @@ fn find_locks(dir: &Path, out: &mut Vec<PathBuf>, depth: u32) {
 // ---------------------------------------------------------------------------------------------
 // the check
 
-fn check_findings(ws: &Workspace, config: &Config, command: &str, runs: u32) -> Vec<Finding> {
+/// The most mutants adequacy plants.
+const MUTANTS: usize = 3;
+
+fn check_findings(
+    ws: &Workspace,
+    config: &Config,
+    command: &str,
+    runs: u32,
+    progress: &mut dyn FnMut(Progress<'_>),
+) -> Vec<Finding> {
     let scratch = match Scratch::create(ws, "doctor", &config.seed) {
         Ok(s) => s,
         Err(e) => {
@@ -598,6 +624,13 @@ fn check_findings(ws: &Workspace, config: &Config, command: &str, runs: u32) -> 
     let mut out = Vec::new();
 
     // 1. It starts, and what it says at HEAD.
+    let runs = runs.max(1);
+    let mut total = runs + MUTANTS as u32;
+    progress(Progress::CheckRun {
+        index: 1,
+        total,
+        what: "the check at HEAD",
+    });
     let base = probe::perturbation(Dimension::Baseline, 0, &mut rng, None);
     let first = match probe::run_once(
         command,
@@ -641,6 +674,9 @@ fn check_findings(ws: &Workspace, config: &Config, command: &str, runs: u32) -> 
         return out;
     }
     let green_at_head = verdict.green;
+    if !green_at_head {
+        total = runs; // no mutant is planted in a red check
+    }
     out.push(if green_at_head {
         Finding::ok(
             "check_runs",
@@ -673,8 +709,14 @@ fn check_findings(ws: &Workspace, config: &Config, command: &str, runs: u32) -> 
     // 2. Determinism: more runs, perturbed in rotation, must agree with the first.
     let rotation = [Dimension::Seed, Dimension::Timezone, Dimension::Baseline];
     let mut disagreeing: Vec<String> = Vec::new();
-    for i in 1..runs.max(1) {
+    for i in 1..runs {
         let dim = rotation[((i - 1) as usize) % rotation.len()];
+        let what = format!("determinism run {} of {runs}", i + 1);
+        progress(Progress::CheckRun {
+            index: i + 1,
+            total,
+            what: &what,
+        });
         let p = probe::perturbation(dim, u64::from(i), &mut rng, None);
         match probe::run_once(
             command,
@@ -707,8 +749,7 @@ fn check_findings(ws: &Workspace, config: &Config, command: &str, runs: u32) -> 
             "determinism",
             GateClass::Product,
             format!(
-                "{} runs at HEAD agreed (for a bound on the flake rate, run `nightshift probe`)",
-                runs.max(1)
+                "{runs} runs at HEAD agreed (for a bound on the flake rate, run `nightshift probe`)"
             ),
         )
     } else {
@@ -721,19 +762,69 @@ fn check_findings(ws: &Workspace, config: &Config, command: &str, runs: u32) -> 
         )
     });
 
-    // 3. Adequacy: a planted mutation must turn a green check red.
-    out.push(adequacy(&scratch, command, timeout, green_at_head));
+    // 3. Adequacy: a planted mutation must turn a green check red — by a test failing, not by
+    // a check that runs no test at all.
+    let tests_at_head = crate::engine::verdict::read_results(
+        config,
+        scratch.tree(),
+        &scratch.logs().join("run-1.log"),
+    )
+    .map(|results| (results.tests.len(), results.format));
+    let head = HeadRun {
+        green: green_at_head,
+        duration: end.duration,
+        tests: tests_at_head,
+    };
+    let mut run_progress = |index: u32, total: u32, what: &str| {
+        progress(Progress::CheckRun { index, total, what });
+    };
+    out.push(adequacy(
+        &scratch,
+        command,
+        timeout,
+        &head,
+        runs,
+        &mut run_progress,
+    ));
     out
 }
 
-fn adequacy(scratch: &Scratch, command: &str, timeout: Duration, green_at_head: bool) -> Finding {
+/// What the first check run at HEAD showed, for adequacy.
+struct HeadRun {
+    green: bool,
+    duration: Duration,
+    /// How many tests its output (or results file) listed, and in what format; `None` when it
+    /// did not parse.
+    tests: Option<(usize, crate::check::results::Format)>,
+}
+
+fn adequacy(
+    scratch: &Scratch,
+    command: &str,
+    timeout: Duration,
+    head: &HeadRun,
+    runs_before: u32,
+    progress: &mut dyn FnMut(u32, u32, &str),
+) -> Finding {
     const NAME: &str = "adequacy";
-    if !green_at_head {
+    if !head.green {
         return Finding::warn(
             NAME,
             GateClass::Product,
             "not judged: the check is red at HEAD, so a planted mutation cannot be told apart",
             "run `nightshift doctor` again once the check is green",
+        );
+    }
+    if let Some((0, format)) = head.tests {
+        return Finding::fail(
+            NAME,
+            GateClass::Product,
+            HaltReason::CheckInadequate,
+            format!(
+                "the check ran 0 tests at HEAD (its output read as {}): a planted bug could only turn it red by breaking the build",
+                format.as_str()
+            ),
+            "make the check run the tests (is the test directory or filter right?), then run `nightshift doctor` again",
         );
     }
     let git = Git::new(scratch.tree());
@@ -745,7 +836,7 @@ fn adequacy(scratch: &Scratch, command: &str, timeout: Duration, green_at_head: 
             .collect(),
         Err(_) => Vec::new(),
     };
-    let files = mutate::candidates(scratch.tree(), &tracked, command, 3);
+    let files = mutate::candidates(scratch.tree(), &tracked, command, MUTANTS);
     if files.is_empty() {
         return Finding::warn(
             NAME,
@@ -756,7 +847,13 @@ fn adequacy(scratch: &Scratch, command: &str, timeout: Duration, green_at_head: 
     }
     let mut tried = Vec::new();
     let base = probe::perturbation(Dimension::Baseline, 0, &mut Rng::new(0), None);
+    let total = runs_before + files.len() as u32;
     for (i, file) in files.iter().enumerate() {
+        progress(
+            runs_before + i as u32 + 1,
+            total,
+            &format!("mutant {} of {} ({file})", i + 1, files.len()),
+        );
         let path = scratch.tree().join(file);
         let Ok(text) = std::fs::read_to_string(&path) else {
             continue;
@@ -783,6 +880,22 @@ fn adequacy(scratch: &Scratch, command: &str, timeout: Duration, green_at_head: 
             );
         }
         match result {
+            Ok((_, end)) if end.outcome == Outcome::Timeout => {
+                // Caught, but only by the timeout: the check hung on the bug instead of failing.
+                return Finding::warn(
+                    NAME,
+                    GateClass::Product,
+                    format!(
+                        "a planted mutation was caught only by [check] timeout ({}): the check ran until it was ended instead of failing ({file}: {}); an agent's bug like it costs a whole timeout per iteration",
+                        crate::config::format_duration(timeout),
+                        mutant.description
+                    ),
+                    &format!(
+                        "lower [check] timeout to a few times the check's time at HEAD ({}), or give the tests a timeout of their own",
+                        crate::config::format_duration(head.duration)
+                    ),
+                );
+            }
             Ok((v, _)) if !v.green => {
                 return Finding::ok(
                     NAME,

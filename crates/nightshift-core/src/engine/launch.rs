@@ -45,6 +45,7 @@ pub(super) fn spec(s: SessionSetup<'_>) -> ProcessSpec {
         kill_grace: s.kill_grace,
         log: s.log,
         tail_bytes: s.tail_bytes,
+        log_limit: None,
     }
 }
 

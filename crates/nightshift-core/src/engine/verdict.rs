@@ -486,7 +486,11 @@ pub(crate) fn read_results(
     }
     let bytes = match &config.check.results {
         // Through the worktree's symlinks only while they stay inside it: an agent can make one.
-        Some(file) => std::fs::read(crate::config::resolve_inside(worktree, file).ok()?).ok()?,
+        Some(file) => crate::bounded::read(
+            &crate::config::resolve_inside(worktree, file).ok()?,
+            crate::bounded::RESULTS_BYTES,
+        )
+        .ok()?,
         None => std::fs::read(log).ok()?,
     };
     format.parse(&bytes)

@@ -12,7 +12,7 @@ use sha2::{Digest, Sha256};
 use tokio::io::AsyncReadExt;
 
 use super::budget::{Crossing, Guard};
-use super::{Outcome, ProcessEnd, SessionError, SessionEvent, SessionPacket, hex, sweep};
+use super::{LogLimit, Outcome, ProcessEnd, SessionError, SessionEvent, SessionPacket, hex, sweep};
 use crate::agent::{AgentEvent, FinishKind, Finished, RateLimitState, StreamParser};
 use crate::clock::{Deadline, StallTimer, TICK};
 
@@ -58,16 +58,98 @@ struct Collector {
     tail_bytes: usize,
     /// Bytes of the current line written to the log so far.
     line_len: usize,
+    limit: Option<LogLimit>,
+    /// Output bytes written to the log as its head so far.
+    head_written: u64,
+    /// The head is full (and its last line finished): output goes to `cut_tail`.
+    head_closed: bool,
+    /// The latest output past the head, at most `limit.tail` bytes.
+    cut_tail: VecDeque<u8>,
+    /// Output bytes between the head and `cut_tail` that the log will not have.
+    cut: u64,
 }
 
 impl Collector {
+    fn new(log: std::fs::File, tail_bytes: usize, limit: Option<LogLimit>) -> Collector {
+        Collector {
+            log,
+            hasher: Sha256::new(),
+            tail: VecDeque::new(),
+            tail_bytes,
+            line_len: 0,
+            limit,
+            head_written: 0,
+            head_closed: false,
+            cut_tail: VecDeque::new(),
+            cut: 0,
+        }
+    }
+
     fn push(&mut self, bytes: &[u8]) {
-        // The log is best effort: a full disk must not kill supervision.
-        self.log_bounded(bytes);
         self.hasher.update(bytes);
         self.tail.extend(bytes);
         let excess = self.tail.len().saturating_sub(self.tail_bytes);
         self.tail.drain(..excess);
+        // The log is best effort: a full disk must not kill supervision.
+        let Some(limit) = self.limit else {
+            self.log_bounded(bytes);
+            return;
+        };
+        let mut rest = bytes;
+        if !self.head_closed {
+            let room =
+                usize::try_from(limit.head.saturating_sub(self.head_written)).unwrap_or(usize::MAX);
+            // Up to the head's size, then on to the end of the line it ends in.
+            let take = if rest.len() <= room {
+                rest.len()
+            } else {
+                rest[room..]
+                    .iter()
+                    .position(|b| *b == b'\n')
+                    .map_or(rest.len(), |i| room + i + 1)
+            };
+            let (head, after) = rest.split_at(take);
+            self.log_bounded(head);
+            self.head_written += head.len() as u64;
+            rest = after;
+            if self.head_written >= limit.head && self.line_len == 0 {
+                self.head_closed = true;
+            }
+        }
+        if rest.is_empty() {
+            return;
+        }
+        self.cut_tail.extend(rest);
+        let excess = self.cut_tail.len().saturating_sub(limit.tail);
+        self.cut_tail.drain(..excess);
+        self.cut += excess as u64;
+    }
+
+    /// Writes what a capped log keeps of the end: the note where output was cut (if it was),
+    /// then the tail from the start of a line.
+    fn finish(&mut self) {
+        if self.limit.is_none() || self.cut_tail.is_empty() {
+            return;
+        }
+        let mut tail: Vec<u8> = std::mem::take(&mut self.cut_tail).into();
+        if self.cut > 0 {
+            let from = tail
+                .iter()
+                .position(|b| *b == b'\n')
+                .map_or(tail.len(), |i| i + 1);
+            self.cut += from as u64;
+            tail.drain(..from);
+            let head_end = if self.line_len > 0 { "\n" } else { "" };
+            let note = format!(
+                "{head_end}[nightshift: {} bytes of output cut here; the log keeps the first {} and the last {} bytes]\n",
+                self.cut,
+                self.head_written,
+                tail.len()
+            );
+            let _ = self.log.write_all(note.as_bytes());
+            self.line_len = 0;
+        }
+        self.log_bounded(&tail);
     }
 
     /// Writes to the log with every line cut at `MAX_LOG_LINE` bytes.
@@ -127,13 +209,7 @@ pub(super) async fn supervise(
             path: spec.log.clone(),
             source,
         })?;
-    let mut sink = Collector {
-        log,
-        hasher: Sha256::new(),
-        tail: VecDeque::new(),
-        tail_bytes: spec.tail_bytes,
-        line_len: 0,
-    };
+    let mut sink = Collector::new(log, spec.tail_bytes, spec.log_limit);
     let started = Instant::now();
     let Some((program, args)) = spec.argv.split_first() else {
         return Ok(spawn_failed(started, "empty command".into()));
@@ -306,6 +382,7 @@ pub(super) async fn supervise(
         Some(st) => st,
         None => child.wait().await.map_err(SessionError::Wait)?,
     };
+    sink.finish();
     let totals = parser.as_ref().map(|p| p.totals());
     let (outcome, resets_at, fault) = classify(ending.map(|(why, _)| why), &status, &stream);
     Ok(ProcessEnd {

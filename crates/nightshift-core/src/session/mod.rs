@@ -86,6 +86,17 @@ pub struct ProcessSpec {
     pub log: PathBuf,
     /// How many trailing bytes of output to keep in memory.
     pub tail_bytes: usize,
+    /// A cap on what the log keeps (checks); `None`: every line, each cut at 256 KiB (agents).
+    pub log_limit: Option<LogLimit>,
+}
+
+/// What a capped log keeps: the first `head` bytes of output (to the end of the line they end
+/// in) and the last `tail` bytes (from the start of a line), with one line saying how much was
+/// cut between them. Memory holds at most `tail` bytes for it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LogLimit {
+    pub head: u64,
+    pub tail: usize,
 }
 
 /// Everything one agent session needs: the process, how to read it, and what bounds it.
