@@ -19,6 +19,7 @@ mod env;
 mod linux;
 #[cfg(not(target_os = "linux"))]
 mod other;
+pub mod policy;
 
 use std::ffi::OsString;
 use std::fmt;
@@ -371,3 +372,30 @@ pub fn probe(spec: &Spec) -> Held {
 
 #[cfg(test)]
 mod tests;
+
+/// What this machine gives agents and checks of one repository (doctor and run start).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Survey {
+    pub agent: Held,
+    /// Probed with a network namespace, to learn whether one can be had.
+    pub check: Held,
+    /// The network checks will get (`[check] network`, or its default here).
+    pub check_network: Network,
+    /// The names, present in this environment, the agent will get.
+    pub agent_env: Vec<String>,
+}
+
+/// Probes the helper as an agent and as a check of the repository at `root` would run.
+pub fn survey(root: &Path, config: &crate::config::Config) -> Survey {
+    let ws = crate::workspace::Workspace::new(root);
+    let tmp = std::env::temp_dir();
+    let agent = probe(&Confinement::agent(root, &ws.dir(), tmp.clone(), Vec::new()).spec);
+    let check = probe(&Confinement::check(root, &ws.dir(), tmp, Network::None).spec);
+    let check_network = policy::check_network(config.check.network, check.netns);
+    Survey {
+        agent_env: agent_env_names(config.agent.kind, &[]),
+        agent,
+        check,
+        check_network,
+    }
+}

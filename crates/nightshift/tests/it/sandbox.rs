@@ -399,3 +399,48 @@ fn the_helper_relays_the_exit_and_stops_the_target_on_sigterm() {
     assert_eq!(status.code(), Some(3), "{text}");
     assert!(text.contains("got-term"), "{text}");
 }
+
+fn doctor_finding(repo: &crate::harness::Repo, name: &str) -> serde_json::Value {
+    let out = repo
+        .cmd(&["doctor", "--quick", "--json"])
+        .env("SOME_SERVICE_TOKEN", "hunter2")
+        .output()
+        .unwrap();
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", crate::harness::text(&out)));
+    json["findings"]
+        .as_array()
+        .and_then(|f| f.iter().find(|f| f["name"] == name))
+        .cloned()
+        .unwrap_or_else(|| panic!("no finding {name} in {json}"))
+}
+
+#[test]
+fn doctor_prints_the_level_that_holds_and_the_agents_env_names() {
+    let repo = crate::harness::Repo::new(&crate::harness::project());
+    let item = "\n[[item]]\nid = \"a\"\nprompt = \"p\"\ncheck = \"sh check.sh a\"\n";
+    repo.configure(&format!("{}{item}", repo.agent_table()));
+    let confinement = doctor_finding(&repo, "confinement");
+    assert_eq!(confinement["status"], "ok", "{confinement}");
+    assert_eq!(
+        confinement["detail"],
+        "agents: landlock; checks: landlock+netns (network = none)"
+    );
+    let env = doctor_finding(&repo, "agent_env");
+    let detail = env["detail"].as_str().unwrap();
+    assert!(detail.starts_with("the agent gets: "), "{detail}");
+    assert!(detail.contains("PATH"), "{detail}");
+    assert!(!detail.contains("SOME_SERVICE_TOKEN"), "{detail}");
+    assert!(!detail.contains("hunter2"), "{detail}");
+
+    // `network = "host"` opts checks out of the namespace, and doctor says so.
+    repo.configure(&format!(
+        "{}\n[check]\nnetwork = \"host\"\n{item}",
+        repo.agent_table()
+    ));
+    let confinement = doctor_finding(&repo, "confinement");
+    assert_eq!(
+        confinement["detail"],
+        "agents: landlock; checks: landlock (network = host)"
+    );
+}
