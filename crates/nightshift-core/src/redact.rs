@@ -223,7 +223,7 @@ fn judge(token: &str, after_secret_word: bool) -> Option<Judged> {
     if let Some(eq) = token.find('=')
         && eq > 0
         && is_secret_word(&token[..eq])
-        && token.len() - eq - 1 >= MIN_VALUE
+        && token.len() - eq > MIN_VALUE
     {
         return Some(Judged::Value(eq + 1));
     }

@@ -194,3 +194,32 @@ mod policies {
         assert!(NOT_HERMETIC_HELP.contains("network = \"host\""));
     }
 }
+
+#[test]
+fn a_spawn_sites_one_call_derives_the_state_root_tmp_and_status_from_its_paths() {
+    let checkout = std::path::Path::new("/r/.nightshift/worktrees/a-1");
+    let log = std::path::Path::new("/r/.nightshift/logs/run/a-1-1.agent.log");
+    let prompt = std::path::Path::new("/r/.nightshift/logs/run/a-1-1.prompt.md");
+    let c = for_agent(crate::config::AgentKind::Claude, checkout, log, prompt);
+    assert!(c.spec.deny.contains(&PathBuf::from("/r/.nightshift")));
+    assert_eq!(c.spec.read_also, vec![prompt.to_path_buf()]);
+    assert_eq!(
+        c.spec.status,
+        Some(PathBuf::from(
+            "/r/.nightshift/logs/run/a-1-1.agent.log.confinement.json"
+        ))
+    );
+    assert_eq!(
+        c.spec.tmp,
+        Some(PathBuf::from("/r/.nightshift/logs/run/a-1-1.agent.log.tmp"))
+    );
+    let keep = c.spec.env_keep.unwrap();
+    assert!(keep_env(&keep, "ANTHROPIC_API_KEY"));
+    assert!(!keep_env(&keep, "GITHUB_TOKEN"));
+    let check = for_check(
+        checkout,
+        std::path::Path::new("/r/.nightshift/logs/run/c.log"),
+    );
+    assert!(check.spec.deny.contains(&PathBuf::from("/r/.nightshift")));
+    assert!(check.spec.env_keep.is_none());
+}

@@ -39,6 +39,9 @@ impl Layout {
             std::fs::create_dir_all(d).unwrap();
         }
         std::fs::write(state.join("state.db"), "the store").unwrap();
+        std::fs::create_dir_all(state.join("logs")).unwrap();
+        std::fs::write(state.join("logs/prompt.txt"), "the prompt").unwrap();
+        std::fs::write(state.join("logs/other.log"), "another session").unwrap();
         std::fs::write(key_dir.join("receipt-key"), "the signing key").unwrap();
         std::fs::write(root.join("repo/README"), "readable").unwrap();
         Layout {
@@ -56,6 +59,7 @@ impl Layout {
         Spec {
             read: vec![PathBuf::from("/")],
             deny: vec![self.state.clone(), self.key_dir.clone()],
+            read_also: vec![self.state.join("logs/prompt.txt")],
             write: vec![self.checkout.clone(), PathBuf::from("/dev/null")],
             make: vec![self.home.join(".claude")],
             tmp: Some(self.root.join("tmp")),
@@ -143,6 +147,8 @@ try tmp sh -c "echo x > $OUTSIDE"
 try store cat ../../state.db
 try key cat "$KEY"
 try readme cat ../../../README
+try prompt cat ../../logs/prompt.txt
+try otherlog cat ../../logs/other.log
 try state sh -c 'echo s > "$HOME/.claude/state"'
 try tmpdir sh -c 'echo t > "$TMPDIR/t"'
 "#;
@@ -161,13 +167,18 @@ fn assert_writes_confined(layout: &Layout, out: &Output, outside: &Path) {
         std::fs::read_to_string(layout.checkout.join("done.txt")).unwrap(),
         "work\n"
     );
-    for name in ["home", "up", "tmp", "store", "key"] {
+    for name in ["home", "up", "tmp", "store", "key", "otherlog"] {
         denied(name);
     }
     assert!(!layout.home.join("x").exists());
     assert!(!layout.state.join("x").exists());
     assert!(!outside.exists());
     assert_eq!(probe(out, "readme"), "ok", "the repository stays readable");
+    assert_eq!(
+        probe(out, "prompt"),
+        "ok",
+        "the session's own prompt file is readable"
+    );
     assert_eq!(
         probe(out, "state"),
         "ok",
