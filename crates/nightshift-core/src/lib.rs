@@ -25,6 +25,7 @@ pub mod halt;
 pub mod notify;
 pub mod plan;
 pub mod receipt;
+pub mod redact;
 pub mod report;
 pub mod sandbox;
 pub mod session;

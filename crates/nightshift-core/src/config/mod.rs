@@ -105,6 +105,16 @@ pub struct Config {
     pub alert: AlertConfig,
     /// `[review]`, `[triage]`, `[agent.review]` and `[agent.second_opinion]`.
     pub review: ReviewSetup,
+    /// `[sandbox]`: how agent and check processes are confined.
+    pub sandbox: SandboxConfig,
+}
+
+/// `[sandbox]`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SandboxConfig {
+    /// Refuse to start a run unless full confinement holds (`require`, default false: the run
+    /// says at start which level held, and each receipt records it).
+    pub require: bool,
 }
 
 /// Which agent adapter runs a session.
@@ -211,6 +221,8 @@ pub struct CheckConfig {
     /// Iterations without a new best failing set before an attempt ends early
     /// (`no_progress_after`, default 3).
     pub no_progress_after: u32,
+    /// `network`: `None` when unset (no route out where the kernel allows, else the host's).
+    pub network: Option<crate::sandbox::Network>,
 }
 
 /// `[guards]`: integrity rules evaluated before a green check can count.

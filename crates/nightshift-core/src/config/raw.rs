@@ -44,6 +44,13 @@ struct RawConfig {
     item: Option<Vec<Spanned<RawItem>>>,
     notify: Option<RawNotify>,
     alert: Option<RawAlert>,
+    sandbox: Option<RawSandbox>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawSandbox {
+    require: Option<bool>,
 }
 
 #[derive(Deserialize)]
@@ -133,6 +140,7 @@ struct RawCheck {
     format: Option<Spanned<String>>,
     results: Option<Spanned<String>>,
     no_progress_after: Option<Spanned<u32>>,
+    network: Option<Spanned<String>>,
 }
 
 #[derive(Deserialize)]
@@ -364,6 +372,9 @@ impl Ctx<'_> {
             notify,
             alert,
             review,
+            sandbox: super::SandboxConfig {
+                require: raw.sandbox.and_then(|s| s.require).unwrap_or(false),
+            },
         })
     }
 
@@ -587,6 +598,7 @@ impl Ctx<'_> {
                 format: FormatChoice::Auto,
                 results: None,
                 no_progress_after: DEFAULT_NO_PROGRESS_AFTER,
+                network: None,
             });
         };
         let command = match raw.command {
@@ -636,12 +648,29 @@ impl Ctx<'_> {
             }
             Some(v) => v.into_inner(),
         };
+        let network = match raw.network {
+            None => None,
+            Some(n) => match n.get_ref().as_str() {
+                "none" => Some(crate::sandbox::Network::None),
+                "host" => Some(crate::sandbox::Network::Host),
+                other => {
+                    return Err(self
+                        .error(n.span(), format!("invalid `network` in [check]: `{other}`"))
+                        .with_help(
+                            "`network = \"none\"` (the default where the kernel allows: no route \
+                             out) or `network = \"host\"` (the check may use the network)",
+                        )
+                        .into());
+                }
+            },
+        };
         Ok(CheckConfig {
             command,
             timeout,
             format,
             results,
             no_progress_after,
+            network,
         })
     }
 

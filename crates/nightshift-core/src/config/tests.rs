@@ -79,6 +79,7 @@ fn full_example_parses_with_its_values() -> TestResult {
                 format: crate::check::results::FormatChoice::Auto,
                 results: None,
                 no_progress_after: crate::config::DEFAULT_NO_PROGRESS_AFTER,
+                network: None,
             },
             limits: Limits {
                 max_iterations: 5,
@@ -104,6 +105,7 @@ fn full_example_parses_with_its_values() -> TestResult {
             notify: NotifyConfig::default(),
             alert: AlertConfig::default(),
             review: Default::default(),
+            sandbox: Default::default(),
         }
     );
     let span = &config.items[0].span;
@@ -1125,4 +1127,37 @@ fn agent_policy_keys_parse_and_are_checked_against_the_kind() -> TestResult {
         "letters, digits",
     );
     Ok(())
+}
+
+#[test]
+fn check_network_and_sandbox_require_parse() -> TestResult {
+    let item = "[[item]]\nid = \"a\"\nprompt = \"p\"\n";
+    let config = parse(&format!("{HEAD}{item}"), FILE_NAME)?;
+    assert_eq!(config.check.network, None);
+    assert!(!config.sandbox.require);
+    let source = format!(
+        "[agent]\ncommand = [\"sh\"]\n[check]\ncommand = \"c\"\nnetwork = \"host\"\n\
+         [sandbox]\nrequire = true\n{item}"
+    );
+    let config = parse(&source, FILE_NAME)?;
+    assert_eq!(config.check.network, Some(crate::sandbox::Network::Host));
+    assert!(config.sandbox.require);
+    let source = format!("{HEAD}network = \"none\"\n{item}");
+    assert_eq!(
+        parse(&source, FILE_NAME)?.check.network,
+        Some(crate::sandbox::Network::None)
+    );
+    Ok(())
+}
+
+#[test]
+fn an_unknown_check_network_is_refused_at_its_value() {
+    let source = format!("{HEAD}network = \"vpn\"\n[[item]]\nid = \"a\"\nprompt = \"p\"\n");
+    assert_error(
+        &source,
+        (5, 11),
+        "\"vpn\"",
+        "invalid `network` in [check]: `vpn`",
+        "network = \"host\"",
+    );
 }

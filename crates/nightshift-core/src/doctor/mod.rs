@@ -184,6 +184,9 @@ pub fn doctor(
         findings.push(f);
     };
     push(agent(ws, config, opts.quick), &mut findings, progress);
+    for f in confinement(ws, config) {
+        push(f, &mut findings, progress);
+    }
     for f in git_state(ws, config) {
         push(f, &mut findings, progress);
     }
@@ -215,6 +218,53 @@ pub fn doctor(
         push(f, &mut findings, progress);
     }
     Report { findings }
+}
+
+/// `confinement`: the level agents and checks get here (a failure only under `[sandbox]
+/// require = true`); `agent_env`: the environment names the agent will get.
+fn confinement(ws: &Workspace, config: &Config) -> Vec<Finding> {
+    use crate::sandbox::{self, Network};
+    const NAME: &str = "confinement";
+    let s = sandbox::survey(ws.root(), config);
+    let net = match s.check_network {
+        Network::None => "network = none",
+        Network::Host => "network = host",
+    };
+    let mut check = s.check.clone();
+    if s.check_network == Network::Host {
+        check.netns = false;
+        check.reasons.clear();
+    }
+    let detail = format!("agents: {}; checks: {check} ({net})", s.agent);
+    let full = s.agent.landlock
+        && s.agent.session
+        && check.landlock
+        && (s.check_network == Network::Host || check.netns);
+    let first =
+        match sandbox::policy::refusal(config.sandbox.require, &s.agent, &s.check, s.check_network)
+        {
+            Some(why) => Finding::fail(
+                NAME,
+                GateClass::Safety,
+                HaltReason::IsolationUnsatisfiable,
+                format!("{detail}: {why}"),
+                "see docs/threat-model.md for what each level leaves open",
+            ),
+            None if full => Finding::ok(NAME, GateClass::Safety, detail),
+            None => Finding::warn(
+                NAME,
+                GateClass::Safety,
+                detail,
+                "agents and checks run less confined here; see docs/threat-model.md \
+             (`[sandbox] require = true` refuses such a run)",
+            ),
+        };
+    let env = Finding::ok(
+        "agent_env",
+        GateClass::Safety,
+        format!("the agent gets: {}", s.agent_env.join(", ")),
+    );
+    vec![first, env]
 }
 
 /// A failing finding whose gate is in `log` mode (`[gates] determinism = "log"`, `adequacy =

@@ -118,7 +118,7 @@ fn child(
     }
     let mut write: Vec<PathBuf> = spec.write.clone();
     write.extend(make.into_iter().cloned());
-    match landlock(&spec.read, &spec.deny, &write) {
+    match landlock(&spec.read, &spec.deny, &spec.read_also, &write) {
         Ok(abi) => {
             held.landlock = true;
             held.landlock_abi = abi;
@@ -243,7 +243,12 @@ fn loopback_up() -> std::io::Result<()> {
 }
 
 /// Applies Landlock; returns the ABI that held, or the ABI and why it did not.
-fn landlock(read: &[PathBuf], deny: &[PathBuf], write: &[PathBuf]) -> Result<i32, (i32, String)> {
+fn landlock(
+    read: &[PathBuf],
+    deny: &[PathBuf],
+    read_also: &[PathBuf],
+    write: &[PathBuf],
+) -> Result<i32, (i32, String)> {
     let abi = ABI::V6;
     let all = AccessFs::from_all(abi);
     let reading = AccessFs::from_read(abi);
@@ -255,8 +260,10 @@ fn landlock(read: &[PathBuf], deny: &[PathBuf], write: &[PathBuf]) -> Result<i32
         .map_err(fail)?
         .create()
         .map_err(fail)?;
-    for path in read_rules(read, deny) {
-        ruleset = add(ruleset, &path, reading).map_err(fail)?;
+    for path in read_rules(read, deny).iter().chain(read_also) {
+        if path.exists() {
+            ruleset = add(ruleset, path, reading).map_err(fail)?;
+        }
     }
     for path in write {
         if path.exists() {

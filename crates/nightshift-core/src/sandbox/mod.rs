@@ -19,6 +19,7 @@ mod env;
 mod linux;
 #[cfg(not(target_os = "linux"))]
 mod other;
+pub mod policy;
 
 use std::ffi::OsString;
 use std::fmt;
@@ -62,6 +63,9 @@ pub struct Spec {
     /// Trees the process may neither read nor write, even below a `read` tree (the repository's
     /// `.nightshift/`, the receipt key's directory). A `write` tree inside one stays writable.
     pub deny: Vec<PathBuf>,
+    /// Files or trees readable even inside a `deny` tree (the session's prompt file).
+    #[serde(default)]
+    pub read_also: Vec<PathBuf>,
     /// Trees (or files) the process may write; missing ones are skipped.
     pub write: Vec<PathBuf>,
     /// Directories created (0700) if missing, then writable: the temp dir, CLI state dirs.
@@ -169,6 +173,12 @@ impl Confinement {
         self
     }
 
+    /// Lets the process read `path` although it lies in a denied tree (a prompt file).
+    pub fn read_also(mut self, path: &Path) -> Self {
+        self.spec.read_also.push(path.to_path_buf());
+        self
+    }
+
     /// Refuses to start unless every layer holds (`[sandbox] require = true`).
     pub fn require(mut self, require: bool) -> Self {
         self.spec.require = require;
@@ -204,6 +214,82 @@ impl Confinement {
     }
 }
 
+/// Where the helper of the process logging to `log` writes its level.
+pub fn status_path(log: &Path) -> PathBuf {
+    let mut name = log
+        .file_name()
+        .map(|n| n.to_os_string())
+        .unwrap_or_default();
+    name.push(".confinement.json");
+    log.with_file_name(name)
+}
+
+/// The temp dir of the process logging to `log`.
+pub fn tmp_path(log: &Path) -> PathBuf {
+    let mut name = log
+        .file_name()
+        .map(|n| n.to_os_string())
+        .unwrap_or_default();
+    name.push(".tmp");
+    log.with_file_name(name)
+}
+
+/// The repository's `.nightshift/` above `checkout` (attempts and scratch trees live inside it).
+fn state_root_of(checkout: &Path) -> PathBuf {
+    checkout
+        .ancestors()
+        .find(|a| a.file_name().is_some_and(|n| n == crate::workspace::DIR))
+        .map_or_else(|| checkout.join(crate::workspace::DIR), Path::to_path_buf)
+}
+
+/// The confinement of an agent session of `kind` in `checkout` logging to `log`, reading its
+/// `prompt_file`, with the adapter's environment allowlist. The one call a spawn site makes.
+pub fn for_agent(
+    kind: crate::config::AgentKind,
+    checkout: &Path,
+    log: &Path,
+    prompt_file: &Path,
+) -> Confinement {
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    let state = home
+        .map(|h| cli_state_dirs(kind, &h, nix::unistd::getuid().as_raw()))
+        .unwrap_or_default();
+    let mut c = Confinement::agent(checkout, &state_root_of(checkout), tmp_path(log), state)
+        .read_also(prompt_file)
+        .status(status_path(log));
+    c.spec.env_keep = Some(env_allowlist(Some(kind), &[]));
+    c
+}
+
+/// The confinement of a check in `checkout` logging to `log`, with the network the run chose
+/// ([`set_check_network`]; the host's when none was chosen).
+pub fn for_check(checkout: &Path, log: &Path) -> Confinement {
+    let network = CHECK_NETWORK.get().copied().unwrap_or_default();
+    Confinement::check(checkout, &state_root_of(checkout), tmp_path(log), network)
+        .status(status_path(log))
+}
+
+static CHECK_NETWORK: OnceLock<Network> = OnceLock::new();
+
+/// Sets the network checks of this process get (the engine, at start, from [`policy`]).
+pub fn set_check_network(network: Network) {
+    let _ = CHECK_NETWORK.set(network);
+}
+
+/// Probes this machine and sets the network checks get from `[check] network` (engine start).
+pub fn configure_checks(root: &Path, config: &crate::config::Config) -> Network {
+    let ws = crate::workspace::Workspace::new(root);
+    let probed = match config.check.network {
+        Some(network) => network,
+        None => {
+            let check = Confinement::check(root, &ws.dir(), std::env::temp_dir(), Network::None);
+            policy::check_network(None, probe(&check.spec).netns)
+        }
+    };
+    set_check_network(probed);
+    probed
+}
+
 /// Reads a status file written by `__exec`; a missing or unreadable one means `none`.
 pub fn read_status(path: &Path) -> Held {
     if helper().is_none() {
@@ -229,6 +315,7 @@ fn base_spec(checkout: &Path, state_root: &Path, tmp: PathBuf) -> Spec {
     Spec {
         read: vec![PathBuf::from("/")],
         deny,
+        read_also: Vec::new(),
         write,
         make: Vec::new(),
         tmp: Some(tmp),
@@ -371,3 +458,30 @@ pub fn probe(spec: &Spec) -> Held {
 
 #[cfg(test)]
 mod tests;
+
+/// What this machine gives agents and checks of one repository (doctor and run start).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Survey {
+    pub agent: Held,
+    /// Probed with a network namespace, to learn whether one can be had.
+    pub check: Held,
+    /// The network checks will get (`[check] network`, or its default here).
+    pub check_network: Network,
+    /// The names, present in this environment, the agent will get.
+    pub agent_env: Vec<String>,
+}
+
+/// Probes the helper as an agent and as a check of the repository at `root` would run.
+pub fn survey(root: &Path, config: &crate::config::Config) -> Survey {
+    let ws = crate::workspace::Workspace::new(root);
+    let tmp = std::env::temp_dir();
+    let agent = probe(&Confinement::agent(root, &ws.dir(), tmp.clone(), Vec::new()).spec);
+    let check = probe(&Confinement::check(root, &ws.dir(), tmp, Network::None).spec);
+    let check_network = policy::check_network(config.check.network, check.netns);
+    Survey {
+        agent_env: agent_env_names(config.agent.kind, &[]),
+        agent,
+        check,
+        check_network,
+    }
+}

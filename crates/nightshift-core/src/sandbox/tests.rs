@@ -142,3 +142,84 @@ fn a_worktrees_git_write_dirs_leave_config_and_hooks_out() {
         .collect();
     assert_eq!(names, ["objects", "refs/heads", "logs"]);
 }
+
+mod policies {
+    use super::super::policy::*;
+    use super::super::{Held, Network};
+
+    fn full(netns: bool) -> Held {
+        Held {
+            landlock: true,
+            session: true,
+            netns,
+            ..Held::default()
+        }
+    }
+
+    #[test]
+    fn checks_get_no_network_by_default_only_where_the_kernel_allows() {
+        assert_eq!(check_network(None, true), Network::None);
+        assert_eq!(check_network(None, false), Network::Host);
+        assert_eq!(check_network(Some(Network::Host), true), Network::Host);
+        assert_eq!(check_network(Some(Network::None), false), Network::None);
+    }
+
+    #[test]
+    fn require_refuses_a_missing_layer_and_names_the_key_and_the_reason() {
+        let agent = full(false);
+        let mut check = full(false);
+        assert_eq!(refusal(false, &agent, &check, Network::None), None);
+        assert_eq!(refusal(true, &agent, &check, Network::Host), None);
+        check.reasons.push("user namespace refused (EPERM)".into());
+        let msg = refusal(true, &agent, &check, Network::None).unwrap();
+        assert!(msg.contains("`[sandbox] require = true`"), "{msg}");
+        assert!(msg.contains("a network namespace for checks"), "{msg}");
+        assert!(msg.contains("user namespace refused"), "{msg}");
+        assert_eq!(refusal(true, &agent, &full(true), Network::None), None);
+        let none = Held::default();
+        let msg = refusal(true, &none, &full(true), Network::None).unwrap();
+        assert!(msg.contains("Landlock"), "{msg}");
+    }
+
+    #[test]
+    fn a_base_check_green_only_with_the_host_network_is_not_hermetic() {
+        let never = || panic!("the host rerun is only for a red isolated run");
+        assert_eq!(hermetic(Network::None, true, never), Hermetic::Green);
+        assert_eq!(hermetic(Network::Host, false, never), Hermetic::Red);
+        assert_eq!(
+            hermetic(Network::None, false, || true),
+            Hermetic::NotHermetic
+        );
+        assert_eq!(hermetic(Network::None, false, || false), Hermetic::Red);
+        assert!(NOT_HERMETIC_HELP.contains("network = \"host\""));
+    }
+}
+
+#[test]
+fn a_spawn_sites_one_call_derives_the_state_root_tmp_and_status_from_its_paths() {
+    let checkout = std::path::Path::new("/r/.nightshift/worktrees/a-1");
+    let log = std::path::Path::new("/r/.nightshift/logs/run/a-1-1.agent.log");
+    let prompt = std::path::Path::new("/r/.nightshift/logs/run/a-1-1.prompt.md");
+    let c = for_agent(crate::config::AgentKind::Claude, checkout, log, prompt);
+    assert!(c.spec.deny.contains(&PathBuf::from("/r/.nightshift")));
+    assert_eq!(c.spec.read_also, vec![prompt.to_path_buf()]);
+    assert_eq!(
+        c.spec.status,
+        Some(PathBuf::from(
+            "/r/.nightshift/logs/run/a-1-1.agent.log.confinement.json"
+        ))
+    );
+    assert_eq!(
+        c.spec.tmp,
+        Some(PathBuf::from("/r/.nightshift/logs/run/a-1-1.agent.log.tmp"))
+    );
+    let keep = c.spec.env_keep.unwrap();
+    assert!(keep_env(&keep, "ANTHROPIC_API_KEY"));
+    assert!(!keep_env(&keep, "GITHUB_TOKEN"));
+    let check = for_check(
+        checkout,
+        std::path::Path::new("/r/.nightshift/logs/run/c.log"),
+    );
+    assert!(check.spec.deny.contains(&PathBuf::from("/r/.nightshift")));
+    assert!(check.spec.env_keep.is_none());
+}

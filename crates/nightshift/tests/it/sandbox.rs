@@ -39,6 +39,9 @@ impl Layout {
             std::fs::create_dir_all(d).unwrap();
         }
         std::fs::write(state.join("state.db"), "the store").unwrap();
+        std::fs::create_dir_all(state.join("logs")).unwrap();
+        std::fs::write(state.join("logs/prompt.txt"), "the prompt").unwrap();
+        std::fs::write(state.join("logs/other.log"), "another session").unwrap();
         std::fs::write(key_dir.join("receipt-key"), "the signing key").unwrap();
         std::fs::write(root.join("repo/README"), "readable").unwrap();
         Layout {
@@ -56,6 +59,7 @@ impl Layout {
         Spec {
             read: vec![PathBuf::from("/")],
             deny: vec![self.state.clone(), self.key_dir.clone()],
+            read_also: vec![self.state.join("logs/prompt.txt")],
             write: vec![self.checkout.clone(), PathBuf::from("/dev/null")],
             make: vec![self.home.join(".claude")],
             tmp: Some(self.root.join("tmp")),
@@ -143,6 +147,8 @@ try tmp sh -c "echo x > $OUTSIDE"
 try store cat ../../state.db
 try key cat "$KEY"
 try readme cat ../../../README
+try prompt cat ../../logs/prompt.txt
+try otherlog cat ../../logs/other.log
 try state sh -c 'echo s > "$HOME/.claude/state"'
 try tmpdir sh -c 'echo t > "$TMPDIR/t"'
 "#;
@@ -161,13 +167,18 @@ fn assert_writes_confined(layout: &Layout, out: &Output, outside: &Path) {
         std::fs::read_to_string(layout.checkout.join("done.txt")).unwrap(),
         "work\n"
     );
-    for name in ["home", "up", "tmp", "store", "key"] {
+    for name in ["home", "up", "tmp", "store", "key", "otherlog"] {
         denied(name);
     }
     assert!(!layout.home.join("x").exists());
     assert!(!layout.state.join("x").exists());
     assert!(!outside.exists());
     assert_eq!(probe(out, "readme"), "ok", "the repository stays readable");
+    assert_eq!(
+        probe(out, "prompt"),
+        "ok",
+        "the session's own prompt file is readable"
+    );
     assert_eq!(
         probe(out, "state"),
         "ok",
@@ -398,4 +409,49 @@ fn the_helper_relays_the_exit_and_stops_the_target_on_sigterm() {
     std::io::Read::read_to_string(&mut child.stdout.take().unwrap(), &mut text).unwrap();
     assert_eq!(status.code(), Some(3), "{text}");
     assert!(text.contains("got-term"), "{text}");
+}
+
+fn doctor_finding(repo: &crate::harness::Repo, name: &str) -> serde_json::Value {
+    let out = repo
+        .cmd(&["doctor", "--quick", "--json"])
+        .env("SOME_SERVICE_TOKEN", "hunter2")
+        .output()
+        .unwrap();
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", crate::harness::text(&out)));
+    json["findings"]
+        .as_array()
+        .and_then(|f| f.iter().find(|f| f["name"] == name))
+        .cloned()
+        .unwrap_or_else(|| panic!("no finding {name} in {json}"))
+}
+
+#[test]
+fn doctor_prints_the_level_that_holds_and_the_agents_env_names() {
+    let repo = crate::harness::Repo::new(&crate::harness::project());
+    let item = "\n[[item]]\nid = \"a\"\nprompt = \"p\"\ncheck = \"sh check.sh a\"\n";
+    repo.configure(&format!("{}{item}", repo.agent_table()));
+    let confinement = doctor_finding(&repo, "confinement");
+    assert_eq!(confinement["status"], "ok", "{confinement}");
+    assert_eq!(
+        confinement["detail"],
+        "agents: landlock; checks: landlock+netns (network = none)"
+    );
+    let env = doctor_finding(&repo, "agent_env");
+    let detail = env["detail"].as_str().unwrap();
+    assert!(detail.starts_with("the agent gets: "), "{detail}");
+    assert!(detail.contains("PATH"), "{detail}");
+    assert!(!detail.contains("SOME_SERVICE_TOKEN"), "{detail}");
+    assert!(!detail.contains("hunter2"), "{detail}");
+
+    // `network = "host"` opts checks out of the namespace, and doctor says so.
+    repo.configure(&format!(
+        "{}\n[check]\nnetwork = \"host\"\n{item}",
+        repo.agent_table()
+    ));
+    let confinement = doctor_finding(&repo, "confinement");
+    assert_eq!(
+        confinement["detail"],
+        "agents: landlock; checks: landlock (network = host)"
+    );
 }
