@@ -39,6 +39,8 @@ pub mod reset;
 mod wire;
 
 #[cfg(test)]
+mod real_tests;
+#[cfg(test)]
 mod tests;
 
 /// One normalised thing an agent said. One name per idea, whatever the CLI.
@@ -230,6 +232,12 @@ pub trait StreamParser: Send {
     /// limit messages. Call it before feeding lines (cheap); without it only absolute reset
     /// times resolve.
     fn set_now(&mut self, now: i64);
+
+    /// What a non-zero exit code means for this CLI when its stream gave no ending of its
+    /// own (Gemini's exit-code table). `None`: the code says nothing more than "failed".
+    fn exit_kind(&self, _code: i32) -> Option<FinishKind> {
+        None
+    }
 }
 
 /// The parser for a CLI by its adapter name: `claude`, `codex`, `gemini` or `aider`.

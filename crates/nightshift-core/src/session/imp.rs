@@ -103,6 +103,8 @@ struct StreamState {
     rejected_resets_at: Option<Option<i64>>,
     /// Tool calls the CLI refused for want of permission: `tool target`.
     denials: Vec<String>,
+    /// The session id the CLI last reported.
+    agent_session: Option<String>,
 }
 
 pub(super) async fn supervise(
@@ -298,6 +300,19 @@ pub(super) async fn supervise(
         None => child.wait().await.map_err(SessionError::Wait)?,
     };
     let totals = parser.as_ref().map(|p| p.totals());
+    // A CLI whose stream said nothing about its ending may say it with its exit code.
+    if stream.finish.is_none()
+        && let (Some(p), Some(code)) = (parser.as_ref(), status.code())
+        && code != 0
+        && let Some(kind) = p.exit_kind(code)
+    {
+        stream.finish = Some(Finished {
+            kind,
+            cost_usd: None,
+            turns: None,
+            result_usage: None,
+        });
+    }
     let (outcome, resets_at, fault) = classify(ending.map(|(why, _)| why), &status, &stream);
     Ok(ProcessEnd {
         outcome,
@@ -309,6 +324,7 @@ pub(super) async fn supervise(
         spawn_error: None,
         totals,
         finish: stream.finish,
+        agent_session: stream.agent_session,
         resets_at,
         fault,
         tripped: match ending {
@@ -370,6 +386,13 @@ fn absorb(
             AgentEvent::Finished(f) => {
                 spent = true;
                 stream.finish = Some(f);
+            }
+            AgentEvent::SessionStarted { session_id, .. }
+                if !session_id.is_empty()
+                    && stream.agent_session.as_deref() != Some(session_id.as_str()) =>
+            {
+                stream.agent_session = Some(session_id.clone());
+                on_event(SessionEvent::AgentSession { id: session_id });
             }
             AgentEvent::PermissionDenied { tool, target } => {
                 let what = match target {
@@ -505,6 +528,7 @@ fn spawn_failed(started: Instant, error: String) -> ProcessEnd {
         spawn_error: Some(error),
         totals: None,
         finish: None,
+        agent_session: None,
         resets_at: None,
         fault: None,
         tripped: None,
