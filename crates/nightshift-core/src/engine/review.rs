@@ -257,7 +257,8 @@ impl Engine<'_> {
         ));
         let run_id = self.run_id();
         // A UUID of its own per review session (Claude takes it as `--session-id`).
-        let session_id = launch::session_uuid(&run_id, &r.stem, r.attempt, 0, 0);
+        let session_id =
+            launch::session_uuid(&run_id, &r.stem, r.attempt, 0, 0, self.clock.as_ref());
         let timeout = self
             .config
             .review
@@ -276,7 +277,7 @@ impl Engine<'_> {
             log: log.clone(),
             tail_bytes: 4096,
         });
-        let end = self.supervise_session(spec, r.agent, r.budget, r.item, r.attempt)?;
+        let end = self.supervise_session(spec, r.agent, r.budget, r.item, r.attempt, None)?;
         if end.outcome == Outcome::SpawnFailed {
             return Err(EngineError::Execution {
                 what: format!(

@@ -126,6 +126,9 @@ pub enum SessionEvent {
     Stalled { silence: Duration },
     /// The CLI reported its usage limit as reached.
     RateLimited { resets_at: Option<i64> },
+    /// The CLI named its session (Claude `system/init`, Codex `thread.started`): what a
+    /// resume takes. Reported once per distinct id.
+    AgentSession { id: String },
 }
 
 /// How a process ended, with what it said.
@@ -145,6 +148,8 @@ pub struct ProcessEnd {
     pub totals: Option<SessionTotals>,
     /// The CLI's own account of its ending, when it gave one.
     pub finish: Option<Finished>,
+    /// The session id the CLI last reported (what its resume takes).
+    pub agent_session: Option<String>,
     /// For `RateLimited`: when the limit resets (epoch seconds), if the CLI said.
     pub resets_at: Option<i64>,
     /// For `EnvFault`: `transient` or `auth`; for `PermissionDenied`: what was refused

@@ -309,3 +309,28 @@ fn output_that_fits_the_cap_is_logged_whole() {
     let log = std::fs::read_to_string(dir.path().join("out.log")).unwrap();
     assert_eq!(log, "a\nb\nc\n");
 }
+
+#[test]
+fn a_gemini_exit_code_without_a_stream_ending_is_classified() {
+    let dir = tempfile::tempdir().unwrap();
+    // Gemini 0.61.0 with no credentials: a line on stderr, exit 41, no stream.
+    let script = format!(
+        "cat '{}' >&2; exit 41",
+        real("gemini_no_credentials_exit41.stderr.txt").display()
+    );
+    let packet = |script: &str| SessionPacket {
+        spec: spec(dir.path(), script, Duration::from_secs(60)),
+        parser: crate::agent::parser_for("gemini"),
+        stall_grace: None,
+        budget: Budget::default(),
+        enforce_budget: true,
+        log_stall: false,
+        clock: Arc::new(SystemClock),
+    };
+    let end = run_session(packet(&script), &mut |_| {}).unwrap();
+    assert_eq!(end.outcome, Outcome::EnvFault);
+    assert_eq!(end.fault.as_deref(), Some("auth"));
+    // An exit code the table does not know stays a failure.
+    let end = run_session(packet("exit 3"), &mut |_| {}).unwrap();
+    assert_eq!(end.outcome, Outcome::Failed);
+}
