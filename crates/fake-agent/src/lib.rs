@@ -159,6 +159,7 @@ pub mod codex;
 pub mod exec;
 pub mod gemini;
 pub mod misbehave;
+pub mod real;
 pub mod script;
 
 use std::ffi::OsString;

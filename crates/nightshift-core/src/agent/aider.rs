@@ -5,7 +5,7 @@
 //! Its exit code is worthless (0 even when the request failed), so the oracle and the diff
 //! decide; this parser only feeds the budget guard and the usage-limit handling.
 
-use super::{AgentEvent, FinishKind, Finished, RateLimitState, SessionTotals, StreamParser, Usage};
+use super::{AgentEvent, FinishKind, Finished, SessionTotals, StreamParser, Usage};
 
 /// Reads aider's text output.
 #[derive(Debug, Default)]
@@ -83,11 +83,13 @@ impl StreamParser for AiderParser {
             return vec![AgentEvent::Usage(usage)];
         }
         if text.contains("rate limited you") {
+            // An API key's rate limit, after aider's own ~90 s of retries: back off and rerun
+            // (there is no subscription reset to wait for).
             self.rate_limited = true;
-            return vec![AgentEvent::RateLimit {
-                state: RateLimitState::Rejected,
-                resets_at: None,
-                kind: None,
+            return vec![AgentEvent::Retrying {
+                status: Some(429),
+                delay_ms: None,
+                reason: "rate limited".to_owned(),
             }];
         }
         Vec::new()
@@ -96,7 +98,7 @@ impl StreamParser for AiderParser {
     fn finish(&mut self) -> Vec<AgentEvent> {
         vec![AgentEvent::Finished(Finished {
             kind: if self.rate_limited {
-                FinishKind::QuotaExhausted { resets_at: None }
+                FinishKind::Transient
             } else {
                 FinishKind::Ok
             },
@@ -116,6 +118,91 @@ impl StreamParser for AiderParser {
     }
 
     fn set_now(&mut self, _now: i64) {}
+}
+
+/// aider: `--message-file` (it reads the prompt from the file), `--yes-always`, no commits of
+/// its own, `--no-gitignore` (else its `.aider*` line in `.gitignore` ships with the item) and
+/// `--no-stream` (streaming asks the provider for no usage, so the `Tokens:` line would be
+/// aider's own estimate). aider has no session to resume.
+pub struct AiderAdapter;
+
+impl super::adapter::Adapter for AiderAdapter {
+    fn kind(&self) -> crate::config::AgentKind {
+        crate::config::AgentKind::Aider
+    }
+
+    fn default_binary(&self) -> &'static str {
+        "aider"
+    }
+
+    fn launch(&self, inv: &super::adapter::Invocation<'_>) -> super::adapter::Launch {
+        let a = inv.agent;
+        let mut argv = vec![
+            super::adapter::binary(a, "aider"),
+            "--message-file".to_owned(),
+            inv.prompt_file.display().to_string(),
+        ];
+        argv.extend(
+            [
+                "--yes-always",
+                "--no-auto-commits",
+                "--no-gitignore",
+                "--no-stream",
+                "--no-check-update",
+            ]
+            .map(str::to_owned),
+        );
+        if let Some(model) = &a.model {
+            argv.extend(["--model".to_owned(), model.clone()]);
+        }
+        argv.extend(a.args.iter().cloned());
+        let adapter: &dyn super::adapter::Adapter = self;
+        super::adapter::Launch {
+            argv,
+            stdin: None,
+            env: Vec::new(),
+            env_allow: super::adapter::allowlist(adapter, a),
+        }
+    }
+
+    fn cli_env(&self) -> &'static [&'static str] {
+        &[
+            "AIDER_*",
+            "OPENAI_*",
+            "ANTHROPIC_*",
+            "GEMINI_*",
+            "OPENROUTER_*",
+            "DEEPSEEK_*",
+            "GROQ_*",
+            "MISTRAL_*",
+            "OLLAMA_*",
+        ]
+    }
+
+    fn credentials(&self) -> &'static [&'static str] {
+        &[
+            "OPENAI_API_KEY",
+            "ANTHROPIC_API_KEY",
+            "GEMINI_API_KEY",
+            "OPENROUTER_API_KEY",
+            "DEEPSEEK_API_KEY",
+        ]
+    }
+
+    fn posture(&self, _agent: &crate::config::AgentConfig) -> String {
+        "--yes-always, --no-auto-commits, --no-gitignore (aider has no sandbox)".to_owned()
+    }
+
+    fn parser(&self, _agent: &crate::config::AgentConfig) -> Option<Box<dyn StreamParser>> {
+        Some(Box::new(AiderParser::new()))
+    }
+
+    fn tested(&self) -> Option<super::adapter::TestedRange> {
+        Some(super::adapter::TestedRange {
+            low: (0, 86, 2),
+            high: (0, 86, 2),
+        })
+    }
 }
 
 #[cfg(test)]
@@ -149,22 +236,22 @@ mod tests {
     }
 
     #[test]
-    fn a_rate_limit_is_a_quota_ending_whatever_the_exit_code() {
+    fn a_rate_limit_is_a_transient_ending_whatever_the_exit_code() {
         let mut p = AiderParser::new();
         let events = p.feed_line(
             b"The API provider has rate limited you. Try again later or check your quotas.",
         );
         assert!(matches!(
             events.as_slice(),
-            [AgentEvent::RateLimit {
-                state: RateLimitState::Rejected,
+            [AgentEvent::Retrying {
+                status: Some(429),
                 ..
             }]
         ));
         assert!(matches!(
             p.finish().as_slice(),
             [AgentEvent::Finished(Finished {
-                kind: FinishKind::QuotaExhausted { resets_at: None },
+                kind: FinishKind::Transient,
                 ..
             })]
         ));

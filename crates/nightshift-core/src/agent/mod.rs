@@ -26,6 +26,9 @@ use std::ops::{Add, AddAssign};
 
 use serde::{Deserialize, Serialize};
 
+pub use adapter::{Adapter, Invocation, Launch, ResumeRule, adapter_for};
+
+pub mod adapter;
 pub mod aider;
 mod classify;
 pub mod claude;
@@ -35,6 +38,8 @@ mod line;
 pub mod reset;
 mod wire;
 
+#[cfg(test)]
+mod real_tests;
 #[cfg(test)]
 mod tests;
 
@@ -71,6 +76,12 @@ pub enum AgentEvent {
         resets_at: Option<i64>,
         /// For example `five_hour`, `seven_day`.
         kind: Option<String>,
+    },
+    /// The CLI refused a tool call for want of permission (Claude `permission_denials`; Codex a
+    /// command it declined or its sandbox refused). `target` is the path or command.
+    PermissionDenied {
+        tool: String,
+        target: Option<String>,
     },
     /// The session (one CLI process) ended and said how.
     Finished(Finished),
@@ -221,6 +232,12 @@ pub trait StreamParser: Send {
     /// limit messages. Call it before feeding lines (cheap); without it only absolute reset
     /// times resolve.
     fn set_now(&mut self, now: i64);
+
+    /// What a non-zero exit code means for this CLI when its stream gave no ending of its
+    /// own (Gemini's exit-code table). `None`: the code says nothing more than "failed".
+    fn exit_kind(&self, _code: i32) -> Option<FinishKind> {
+        None
+    }
 }
 
 /// The parser for a CLI by its adapter name: `claude`, `codex`, `gemini` or `aider`.

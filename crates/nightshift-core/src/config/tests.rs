@@ -71,6 +71,7 @@ fn full_example_parses_with_its_values() -> TestResult {
                 model: None,
                 args: Vec::new(),
                 format: OutputFormat::Text,
+                policy: Default::default(),
             },
             check: CheckConfig {
                 command: Some("sh check.sh".into()),
@@ -1006,4 +1007,51 @@ fn bad_review_values_point_at_the_value() {
         "{HEAD}[agent.review]\ncommand = [\"x\"]\n[agent.review.review]\ncommand = [\"y\"]\n{tail}"
     ));
     assert!(e.message.contains("cannot nest"), "{e:?}");
+}
+
+#[test]
+fn agent_policy_keys_parse_and_are_checked_against_the_kind() -> TestResult {
+    let source = "[agent]\nkind = \"claude\"\npermission_mode = \"bypassPermissions\"\n\
+                  allowed_tools = [\"Read\"]\nis_sandbox = true\nenv_pass = [\"MY_TOKEN\", \"CORP_*\"]\n\
+                  [check]\ncommand = \"true\"\n[[item]]\nid = \"a\"\nprompt = \"p\"\n";
+    let config = parse(source, FILE_NAME)?;
+    assert_eq!(
+        config.agent.policy,
+        crate::config::AgentPolicy {
+            permission_mode: Some("bypassPermissions".into()),
+            allowed_tools: Some(vec!["Read".into()]),
+            is_sandbox: true,
+            env_pass: vec!["MY_TOKEN".into(), "CORP_*".into()],
+        }
+    );
+    let tail = "[check]\ncommand = \"true\"\n[[item]]\nid = \"a\"\nprompt = \"p\"\n";
+    assert_error(
+        &format!("[agent]\nkind = \"codex\"\npermission_mode = \"acceptEdits\"\n{tail}"),
+        (3, 19),
+        "\"acceptEdits\"",
+        "unknown `permission_mode` `acceptEdits` for codex",
+        "workspace-write",
+    );
+    assert_error(
+        &format!("[agent]\nkind = \"aider\"\npermission_mode = \"yolo\"\n{tail}"),
+        (3, 19),
+        "\"yolo\"",
+        "`permission_mode` is not known for `kind = \"aider\"`",
+        "docs/agents.md",
+    );
+    assert_error(
+        &format!("[agent]\nkind = \"gemini\"\nallowed_tools = [\"x\"]\n{tail}"),
+        (3, 17),
+        "[\"x\"]",
+        "`allowed_tools` is for `kind = \"claude\"`",
+        "",
+    );
+    assert_error(
+        &format!("[agent]\nkind = \"claude\"\nenv_pass = [\"A B\"]\n{tail}"),
+        (3, 12),
+        "[\"A B\"]",
+        "`env_pass` names an invalid variable `A B`",
+        "letters, digits",
+    );
+    Ok(())
 }

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use super::review::Reviewer;
 use super::{Engine, EngineError, Journal, io_err, launch, prompt};
 use crate::check;
-use crate::config::{AgentKind, Strategy};
+use crate::config::Strategy;
 use crate::failpoint;
 use crate::git::MergeOutcome;
 use crate::halt::HaltReason;
@@ -19,6 +19,12 @@ use crate::store::{AttemptRow, CheckStage, EventKind, ItemRow, Spend};
 /// Seconds added to a reported reset time before retrying (reset times are whole seconds, and
 /// clocks differ).
 const RESET_MARGIN_SECS: i64 = 2;
+
+/// The shortest wait after a usage limit, doubling with each environmental rerun of the
+/// attempt (5 s, 10 s, … capped at 10 min): a reset in the past never relaunches at once.
+pub(super) fn rate_limit_floor(env_retries: u32) -> i64 {
+    (5i64 << env_retries.min(7)).min(600)
+}
 /// Repair iterations an attempt gets for a conflict with the target's tip.
 const MAX_CONFLICT_REPAIRS: u32 = 1;
 /// Why an attempt whose check is green on the unchanged base ends.
@@ -288,36 +294,58 @@ impl Engine<'_> {
         }
         let log = logs.join(format!("{stem}.agent.log"));
         let run_id = self.run_id();
-        let session_id =
-            launch::session_uuid(&run_id, &att.item, att.attempt, iteration, att.nudges);
-        // A nudge resumes the CLI's own session where the CLI can (Claude: the id we chose).
-        let resume = nudge.and(att.agent_session.clone());
-        let argv = launch::argv(&launch::Launch {
-            agent: &self.config.agent,
-            prompt: &text,
-            prompt_file: &prompt_file.display().to_string(),
-            session_id: &session_id,
-            resume: resume.as_deref(),
-        });
+        // A fresh id for every CLI process: Claude refuses a `--session-id` a process already
+        // used ("Session ID … is already in use"), so a rerun must never pass it again.
+        let session_id = launch::session_uuid(
+            &run_id,
+            &att.item,
+            att.attempt,
+            iteration,
+            att.nudges,
+            self.clock.as_ref(),
+        );
+        // The same iteration again (a nudge, a rerun after a usage limit, an API fault, an
+        // operator stop or an engine crash) continues the CLI's own session where it can.
+        let rerun = matches!(att.phase.as_str(), "session" | "session_retry");
+        let adapter = crate::agent::adapter_for(self.config.agent.kind);
+        let resume = match adapter.resume() {
+            crate::agent::ResumeRule::Never => None,
+            _ if !rerun => None,
+            _ => att.agent_session.clone(),
+        };
+        // Journaled before launch. A fresh id is resumable once the CLI reports it.
+        let passed_session = match (&resume, adapter.kind()) {
+            (Some(id), _) => Some(id.clone()),
+            (None, crate::config::AgentKind::Claude) => Some(session_id.clone()),
+            (None, _) => None,
+        };
         self.record(EventKind::SessionStarted {
             item: att.item.clone(),
             attempt: att.attempt,
             iteration,
             log: log.display().to_string(),
+            agent_session: passed_session.clone(),
+            resumed: resume.is_some(),
         })?;
+        let known_session = resume.clone();
         let worktree = PathBuf::from(&att.worktree);
-        let spec = ProcessSpec {
-            argv,
+        let spec = launch::spec(launch::SessionSetup {
+            agent: &self.config.agent,
+            prompt_file: &prompt_file,
+            session_id: &session_id,
+            resume: resume.as_deref(),
             cwd: worktree.clone(),
             env,
             timeout: self.config.session.timeout,
             kill_grace: self.config.session.kill_grace,
             log,
             tail_bytes: AGENT_TAIL,
-        };
+        });
         let budget = self.session_budget(item)?;
         let agent = self.config.agent.clone();
-        let end = self.supervise_session(spec, &agent, budget, &att.item, att.attempt)?;
+        let track =
+            (adapter.resume() != crate::agent::ResumeRule::Never).then(|| known_session.clone());
+        let end = self.supervise_session(spec, &agent, budget, &att.item, att.attempt, track)?;
         if end.outcome == Outcome::SpawnFailed {
             // Every item would fail the same way: halt resumable instead of draining the queue.
             return Err(EngineError::Execution {
@@ -356,10 +384,7 @@ impl Engine<'_> {
             turns: t.turns,
             cost_usd: t.cost_usd,
         });
-        let agent_session = match self.config.agent.kind {
-            AgentKind::Claude => Some(resume.unwrap_or(session_id)),
-            _ => None,
-        };
+        let agent_session = end.agent_session.clone().or(passed_session);
         self.record(EventKind::SessionEnded {
             item: att.item.clone(),
             attempt: att.attempt,
@@ -384,13 +409,14 @@ impl Engine<'_> {
         budget: Budget,
         item: &str,
         attempt: u32,
+        track_session: Option<Option<String>>,
     ) -> Result<ProcessEnd, EngineError> {
         let run_id = self.run_id();
         let stall = self.config.gates.mode("stall");
         let budget_gate = self.config.gates.mode("budget");
         let packet = SessionPacket {
             spec,
-            parser: launch::parser_name(agent).and_then(crate::agent::parser_for),
+            parser: launch::parser(agent),
             stall_grace: (stall != crate::gate::GateMode::Off)
                 .then_some(self.config.session.stall_grace),
             budget,
@@ -407,6 +433,7 @@ impl Engine<'_> {
             budget_gate,
             stall_gate: stall,
             notify: &self.config.notify,
+            agent_session: track_session,
         };
         let enforced = packet.enforce_budget;
         let mut failure = None;
@@ -440,11 +467,14 @@ impl Engine<'_> {
             }
             Outcome::RateLimited => {
                 let max = now + self.config.budget.rate_limit_max_wait.as_secs() as i64;
-                // The reported reset plus a margin; without one, a bounded back-off.
+                // The reported reset plus a margin; without one, a bounded back-off. Never
+                // sooner than the floor: a reset already past (or a limit that holds past its
+                // reset) must not relaunch in a tight loop.
                 let until = end
                     .resets_at
                     .map_or(now + 300, |r| r + RESET_MARGIN_SECS)
-                    .clamp(now, max);
+                    .min(max)
+                    .max(now + rate_limit_floor(att.env_retries));
                 self.pause(
                     format!("rate_limited: {} hit its usage limit", att.item),
                     until,

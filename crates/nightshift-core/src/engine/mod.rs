@@ -233,6 +233,9 @@ pub(crate) struct Journal<'a, 'o> {
     /// The stall gate's mode: in `log`, silence past the grace is a `gate_warned`.
     pub stall_gate: crate::gate::GateMode,
     pub notify: &'a crate::config::NotifyConfig,
+    /// `Some(known)`: journal the CLI's session id when it differs from `known` (a CLI that
+    /// resumes by id); `None`: not tracked (reviews, CLIs without resume).
+    pub agent_session: Option<Option<String>>,
 }
 
 impl Journal<'_, '_> {
@@ -341,6 +344,18 @@ impl Journal<'_, '_> {
                         crate::config::format_duration(silence)
                     ),
                 })?;
+            }
+            SessionEvent::AgentSession { id } => {
+                if let Some(known) = &mut self.agent_session
+                    && known.as_deref() != Some(id.as_str())
+                {
+                    *known = Some(id.clone());
+                    self.record(EventKind::AgentSessionOpened {
+                        item: item.into(),
+                        attempt,
+                        agent_session: id,
+                    })?;
+                }
             }
             SessionEvent::Stalled { .. } | SessionEvent::RateLimited { .. } => {}
         }

@@ -31,6 +31,23 @@ enum Ending {
     OverBudget(Crossing),
 }
 
+/// How many distinct permission denials a session reports.
+const MAX_DENIALS: usize = 8;
+
+/// `text` on one line, cut at `max` characters.
+fn one_line(text: &str, max: usize) -> String {
+    let flat: String = text
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .take(max)
+        .collect();
+    if text.chars().count() > max {
+        format!("{flat}…")
+    } else {
+        flat
+    }
+}
+
 /// The longest line written to a session log; the rest of a longer line is replaced by a note.
 const MAX_LOG_LINE: usize = 256 * 1024;
 
@@ -84,6 +101,10 @@ struct StreamState {
     line: Vec<u8>,
     finish: Option<Finished>,
     rejected_resets_at: Option<Option<i64>>,
+    /// Tool calls the CLI refused for want of permission: `tool target`.
+    denials: Vec<String>,
+    /// The session id the CLI last reported.
+    agent_session: Option<String>,
 }
 
 pub(super) async fn supervise(
@@ -119,11 +140,28 @@ pub(super) async fn supervise(
     let Some((program, args)) = spec.argv.split_first() else {
         return Ok(spawn_failed(started, "empty command".into()));
     };
+    let stdin = match &spec.stdin {
+        None => Stdio::null(),
+        Some(path) => match std::fs::File::open(path) {
+            Ok(file) => Stdio::from(file),
+            Err(err) => {
+                let why = format!("open its stdin {}: {err}", path.display());
+                sink.push(format!("nightshift: could not start {program}: {why}\n").as_bytes());
+                return Ok(spawn_failed(started, why));
+            }
+        },
+    };
     let mut cmd = tokio::process::Command::new(program);
+    if let Some(allow) = &spec.env_allow {
+        cmd.env_clear().envs(std::env::vars_os().filter(|(k, _)| {
+            k.to_str()
+                .is_some_and(|k| crate::agent::adapter::env_allowed(allow, k))
+        }));
+    }
     cmd.args(args)
         .current_dir(&spec.cwd)
         .envs(spec.env.iter().map(|(k, v)| (k, v)))
-        .stdin(Stdio::null())
+        .stdin(stdin)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0)
@@ -262,6 +300,19 @@ pub(super) async fn supervise(
         None => child.wait().await.map_err(SessionError::Wait)?,
     };
     let totals = parser.as_ref().map(|p| p.totals());
+    // A CLI whose stream said nothing about its ending may say it with its exit code.
+    if stream.finish.is_none()
+        && let (Some(p), Some(code)) = (parser.as_ref(), status.code())
+        && code != 0
+        && let Some(kind) = p.exit_kind(code)
+    {
+        stream.finish = Some(Finished {
+            kind,
+            cost_usd: None,
+            turns: None,
+            result_usage: None,
+        });
+    }
     let (outcome, resets_at, fault) = classify(ending.map(|(why, _)| why), &status, &stream);
     Ok(ProcessEnd {
         outcome,
@@ -273,6 +324,7 @@ pub(super) async fn supervise(
         spawn_error: None,
         totals,
         finish: stream.finish,
+        agent_session: stream.agent_session,
         resets_at,
         fault,
         tripped: match ending {
@@ -335,6 +387,22 @@ fn absorb(
                 spent = true;
                 stream.finish = Some(f);
             }
+            AgentEvent::SessionStarted { session_id, .. }
+                if !session_id.is_empty()
+                    && stream.agent_session.as_deref() != Some(session_id.as_str()) =>
+            {
+                stream.agent_session = Some(session_id.clone());
+                on_event(SessionEvent::AgentSession { id: session_id });
+            }
+            AgentEvent::PermissionDenied { tool, target } => {
+                let what = match target {
+                    Some(t) => format!("{tool} {}", one_line(&t, 200)),
+                    None => tool,
+                };
+                if stream.denials.len() < MAX_DENIALS && !stream.denials.contains(&what) {
+                    stream.denials.push(what);
+                }
+            }
             AgentEvent::RateLimit {
                 state: RateLimitState::Rejected,
                 resets_at,
@@ -386,6 +454,18 @@ fn classify(
     }
     if let (Some(resets_at), false) = (stream.rejected_resets_at, status.success()) {
         return (Outcome::RateLimited, resets_at, None);
+    }
+    let finished_ok = matches!(
+        stream.finish.as_ref().map(|f| &f.kind),
+        None | Some(FinishKind::Ok)
+    );
+    if !stream.denials.is_empty() && finished_ok {
+        // The CLI says "success", but it was refused what it tried: the user must see why.
+        return (
+            Outcome::PermissionDenied,
+            None,
+            Some(stream.denials.join("; ")),
+        );
     }
     if status.success() {
         (Outcome::Completed, None, None)
@@ -448,6 +528,7 @@ fn spawn_failed(started: Instant, error: String) -> ProcessEnd {
         spawn_error: Some(error),
         totals: None,
         finish: None,
+        agent_session: None,
         resets_at: None,
         fault: None,
         tripped: None,

@@ -129,6 +129,7 @@ fn agent(args: &LoopArgs) -> AgentConfig {
             model: None,
             args: Vec::new(),
             format: OutputFormat::Text,
+            policy: Default::default(),
         },
         (None, kind) => AgentConfig {
             kind: match kind {
@@ -142,6 +143,7 @@ fn agent(args: &LoopArgs) -> AgentConfig {
             model: args.model.clone(),
             args: Vec::new(),
             format: OutputFormat::Text,
+            policy: Default::default(),
         },
     }
 }
