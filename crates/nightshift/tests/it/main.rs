@@ -23,6 +23,7 @@ mod notify;
 mod pipeline;
 mod probe;
 mod reading;
+mod real_projects;
 mod replay;
 mod restore;
 mod review;
