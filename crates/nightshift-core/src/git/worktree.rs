@@ -118,6 +118,26 @@ impl Git {
             .is_empty())
     }
 
+    /// The tracked paths of this checkout whose index or file differs from HEAD (both sides of
+    /// a staged rename), untracked files ignored.
+    pub fn dirty_tracked_paths(&self) -> Result<Vec<String>, GitError> {
+        let out = self.run(&["status", "--porcelain", "-z", "--untracked-files=no"])?;
+        let mut paths = Vec::new();
+        let mut fields = out.split('\0').filter(|f| !f.is_empty());
+        while let Some(entry) = fields.next() {
+            let (Some(status), Some(path)) = (entry.get(..2), entry.get(3..)) else {
+                continue;
+            };
+            paths.push(path.to_owned());
+            if status.contains(['R', 'C'])
+                && let Some(original) = fields.next()
+            {
+                paths.push(original.to_owned());
+            }
+        }
+        Ok(paths)
+    }
+
     /// Stages everything in this worktree and commits it as nightshift (hooks off). Returns
     /// HEAD afterwards; commits nothing when there is nothing to commit. (The engine uses
     /// [`Git::stage_and_commit`] and [`Git::head_descending_from`]; this is the tests' shorthand.)

@@ -104,6 +104,13 @@ pub(crate) fn parse(source: &str, file_name: &str) -> Result<Vec<ParsedItem>, Bo
             None
         };
         if let Some(task) = task {
+            // A task line under a checked one (checked or not) belongs to the finished task
+            // and is skipped with it.
+            if let Block::Checked { indent: bullet } = block
+                && indent > bullet
+            {
+                continue;
+            }
             if let Block::Open(pending) = std::mem::replace(&mut block, Block::None) {
                 pendings.push(pending);
             }
