@@ -9,9 +9,9 @@
 //! | guard | fails when | halt |
 //! |---|---|---|
 //! | `blocked_paths` | a changed path matches `[guards] blocked_paths`, `.nightshift/**` or `nightshift.toml` | `blocked_path_modified` |
-//! | `test_set` | a test collected at the base is not collected at the candidate | `metric_integrity_violation` |
-//! | `skipped` | more tests are skipped than at the base | `metric_integrity_violation` |
-//! | `assertions` | the changed test files hold fewer assertion forms, or more skip markers, than at the base | `metric_integrity_violation` |
+//! | `test_set` | a test collected at the base is not collected at the candidate (ids compared in their stable form: a doc-test by its ordinal, a TAP test by its description), or the candidate's results cannot be read although the base's could | `metric_integrity_violation` |
+//! | `skipped` | more tests are skipped than at the base, or it cannot evaluate (as `test_set`) | `metric_integrity_violation` |
+//! | `assertions` | the changed test files (by `test_paths`, by the check's own results, by content) hold fewer assertion forms or assertion-like calls, or more skip markers, than at the base | `metric_integrity_violation` |
 //!
 //! `test_set` and `skipped` need results parsed from both the base's check and the
 //! candidate's. A guard that cannot evaluate never counts as passed: when the candidate's

@@ -25,6 +25,7 @@ mod notify;
 mod pipeline;
 mod probe;
 mod reading;
+mod real_projects;
 mod replay;
 mod report;
 mod restore;
