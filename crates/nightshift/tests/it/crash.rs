@@ -132,6 +132,9 @@ fn sigkill_at_every_transition_then_resume_ships_each_item_exactly_once() {
 /// The points of the operator pause (their own test below).
 const PAUSE_POINTS: &[&str] = &["run_paused", "run_unpaused"];
 
+/// The points of `run --until` (their own test below).
+const DEADLINE_POINTS: &[&str] = &["deadline_set", "run_stopped"];
+
 /// The points a reviewed plan adds.
 const REVIEW_POINTS: &[&str] = &["review_started", "review_ended", "review_decided"];
 
@@ -401,4 +404,62 @@ fn wait_for(repo: &Repo, pred: impl Fn(&[nightshift_core::store::EventKind]) -> 
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
     panic!("timed out waiting for the journal");
+}
+
+/// `run --until`'s transitions, killed once each under the supervisor (a faked wall clock; the
+/// run is held by an operator pause until the clock passes the deadline). A kill right after
+/// the deadline's `run_stopped` must not resume work: the restarted engine exits 19 with that
+/// halt. Either way no attempt starts after the deadline and there is one run.
+#[test]
+fn sigkill_at_the_deadline_transitions_under_the_supervisor_starts_nothing_after_it() {
+    use nightshift_core::store::EventKind;
+    use std::process::Stdio;
+    for point in DEADLINE_POINTS.iter().copied() {
+        let repo = Repo::new(&project());
+        repo.agent("a", &solves("a"));
+        repo.configure(&plan(&repo, &["a"], 1, 1));
+        let once = repo.agent_dir.join("failpoint-fired");
+        let now = repo.agent_dir.join("now");
+        std::fs::write(&now, "2026-01-01T06:59:00Z").unwrap();
+        assert_eq!(repo.run(&["pause"]).status.code(), Some(0));
+        let run = repo
+            .cmd(&["run", "--until", "07:00"])
+            .env("NIGHTSHIFT_FAKE_NOW_FILE", &now)
+            .env(failpoint::ENV, point)
+            .env(failpoint::ONCE_ENV, &once)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        wait_for(&repo, |kinds| {
+            kinds
+                .iter()
+                .any(|k| matches!(k, EventKind::RunPaused { .. }))
+        });
+        std::fs::write(&now, "2026-01-01T07:00:01Z").unwrap();
+        let out = run.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(19), "{point}\n{stderr}");
+        assert!(!stderr.contains("kept dying"), "{point}: {stderr}");
+        assert!(once.exists(), "{point}: the failpoint was never reached");
+        let kinds: Vec<&'static str> = repo
+            .store()
+            .events_after(0, 100_000)
+            .unwrap()
+            .iter()
+            .map(|e| e.kind.name())
+            .collect();
+        assert_eq!(
+            kinds.iter().filter(|k| **k == "run_started").count(),
+            1,
+            "{point}: {kinds:?}"
+        );
+        assert!(!kinds.contains(&"attempt_started"), "{point}: {kinds:?}");
+        assert_eq!(
+            kinds.iter().filter(|k| **k == "run_stopped").count(),
+            1,
+            "{point}: one deadline stop: {kinds:?}"
+        );
+        assert_eq!(kinds.last(), Some(&"run_stopped"), "{point}: {kinds:?}");
+    }
 }
