@@ -64,7 +64,7 @@ pub struct RunStatus {
     pub counts: Counts,
     /// What is true right now, read from the run lock, the engine's heartbeat, the journal and
     /// health.json: `running`, `heartbeat_stale`, `stopped`, `restart_storm`, `dead` (no engine
-    /// alive, nothing halted the run). Absent once the run finished (and in older output).
+    /// alive, nothing halted the run) or `finished`. Absent in older output.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub live: Option<String>,
     /// The engine holding the run lock.

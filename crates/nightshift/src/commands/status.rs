@@ -33,11 +33,7 @@ pub fn run(args: &StatusArgs) -> CommandResult {
     };
     if args.json {
         let mut status = Status::new(run.as_ref(), &items, &debts);
-        // A finished run's shape is unchanged: `live` says only what the run table cannot.
-        if let (Some(r), Some(life)) = (
-            status.run.as_mut(),
-            life.as_ref().filter(|l| l.state != "finished"),
-        ) {
+        if let (Some(r), Some(life)) = (status.run.as_mut(), &life) {
             r.live = Some(life.state.to_owned());
             r.engine_pid = life.engine_pid;
             r.heartbeat_age_s = life.heartbeat_age_s;
