@@ -135,6 +135,9 @@ const PAUSE_POINTS: &[&str] = &["run_paused", "run_unpaused"];
 /// The points of `run --until` (their own test below).
 const DEADLINE_POINTS: &[&str] = &["deadline_set", "run_stopped"];
 
+/// The points of pushing to a remote (their own test below).
+const PUSH_POINTS: &[&str] = &["push_failed", "pushed"];
+
 /// The points a reviewed plan adds.
 const REVIEW_POINTS: &[&str] = &["review_started", "review_ended", "review_decided"];
 
@@ -461,5 +464,80 @@ fn sigkill_at_the_deadline_transitions_under_the_supervisor_starts_nothing_after
             "{point}: one deadline stop: {kinds:?}"
         );
         assert_eq!(kinds.last(), Some(&"run_stopped"), "{point}: {kinds:?}");
+    }
+}
+
+/// Pushing to a remote that refuses until item b's agent reopens it (as in integrate.rs): the
+/// engine is killed once at `push_failed` and at `pushed` under the supervisor. The same run
+/// resumes, each item lands once, locally and on the remote.
+#[test]
+fn sigkill_at_the_push_transitions_under_the_supervisor_resumes_the_same_run() {
+    for point in PUSH_POINTS.iter().copied() {
+        let repo = Repo::new(&project());
+        let remote = repo.agent_dir.parent().unwrap().join("remote.git");
+        let closed = repo.agent_dir.join("closed");
+        repo.git(&["init", "--quiet", "--bare", remote.to_str().unwrap()]);
+        repo.git(&["remote", "add", "origin", remote.to_str().unwrap()]);
+        let hook = remote.join("hooks/pre-receive");
+        std::fs::write(
+            &hook,
+            format!(
+                "#!/bin/sh\nif [ -e {} ]; then echo 'remote closed' >&2; exit 1; fi\n",
+                closed.display()
+            ),
+        )
+        .unwrap();
+        std::fs::set_permissions(&hook, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+            .unwrap();
+        repo.agent("a", &solves("a"));
+        let config = plan(&repo, &["a", "b"], 1, 1).replacen(
+            &repo.agent_table(),
+            &format!(
+                "[agent]\nkind = \"command\"\ncommand = [\"sh\", \"-c\", \"if [ $NIGHTSHIFT_ITEM = b ]; then rm -f {closed}; mkdir -p done; echo ok > done/b; else exec {BIN} __fake-agent --script-dir {dir}; fi\"]\n",
+                closed = closed.display(),
+                dir = repo.agent_dir.display()
+            ),
+            1,
+        ) + "\n[integrate]\npush = true\ndone = \"pushed\"\n";
+        repo.configure(&config);
+        repo.git(&["push", "--quiet", "origin", "main"]);
+        std::fs::write(&closed, "").unwrap();
+        let once = repo.agent_dir.join("failpoint-fired");
+        let out = repo
+            .cmd(&["run"])
+            .env(failpoint::ENV, point)
+            .env(failpoint::ONCE_ENV, &once)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(10), "{point}\n{}", text(&out));
+        assert!(once.exists(), "{point}: the failpoint was never reached");
+        let kinds: Vec<&'static str> = repo
+            .store()
+            .events_after(0, 100_000)
+            .unwrap()
+            .iter()
+            .map(|e| e.kind.name())
+            .collect();
+        assert_eq!(
+            kinds.iter().filter(|k| **k == "run_started").count(),
+            1,
+            "{point}: {kinds:?}"
+        );
+        assert_eq!(
+            kinds.iter().position(|k| *k == "run_finished"),
+            Some(kinds.len() - 1),
+            "{point}: {kinds:?}"
+        );
+        assert_eq!(repo.shipped_items(), ["a", "b"], "{point}");
+        let remote_main = std::process::Command::new("git")
+            .args(["--git-dir", remote.to_str().unwrap(), "rev-parse", "main"])
+            .output()
+            .unwrap();
+        assert_eq!(
+            String::from_utf8_lossy(&remote_main.stdout),
+            repo.git(&["rev-parse", "main"]),
+            "{point}: the remote holds the target"
+        );
+        repo.assert_clean_end();
     }
 }
