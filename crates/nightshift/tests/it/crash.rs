@@ -138,6 +138,9 @@ const DEADLINE_POINTS: &[&str] = &["deadline_set", "run_stopped"];
 /// The points of pushing to a remote (their own test below).
 const PUSH_POINTS: &[&str] = &["push_failed", "pushed"];
 
+/// The points of a session's budget (their own test below).
+const BUDGET_POINTS: &[&str] = &["budget_warned", "budget_tripped"];
+
 /// The points a reviewed plan adds.
 const REVIEW_POINTS: &[&str] = &["review_started", "review_ended", "review_decided"];
 
@@ -540,4 +543,80 @@ fn sigkill_at_the_push_transitions_under_the_supervisor_resumes_the_same_run() {
         );
         repo.assert_clean_end();
     }
+}
+
+/// An agent that overspends its session budget (`spend`), then one that solves (`ok`): the
+/// engine is killed once at `budget_warned` and at `budget_tripped` under the supervisor. The
+/// run ends as the same plan does without a kill (its exit, its shipped items), in one run.
+#[test]
+fn sigkill_at_the_budget_transitions_under_the_supervisor_ends_as_without_a_kill() {
+    let make = || {
+        let repo = Repo::new(&project());
+        repo.agent(
+            "spend",
+            "busy 400ms usage-per-turn=300 interval=20ms\nwrite done/spend <<EOF\nok\nEOF\n",
+        );
+        repo.agent("ok", &solves("ok"));
+        let config = plan(&repo, &["spend", "ok"], 1, 1)
+            .replace("command = [", "format = \"claude-stream\"\ncommand = [")
+            .replace("[limits]\n", "[limits]\nsession_tokens = 1000\n");
+        repo.configure(&config);
+        repo
+    };
+    let baseline = make();
+    let out = baseline.run(&["run"]);
+    let code = out.status.code();
+    let shipped = baseline.shipped_items();
+    let kinds = journaled_kinds_of(&baseline);
+    for point in BUDGET_POINTS {
+        assert!(
+            kinds.contains(point),
+            "the plan journals {point}: {kinds:?}"
+        );
+    }
+    for point in BUDGET_POINTS.iter().copied() {
+        let repo = make();
+        let once = repo.agent_dir.join("failpoint-fired");
+        let out = repo
+            .cmd(&["run"])
+            .env(failpoint::ENV, point)
+            .env(failpoint::ONCE_ENV, &once)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), code, "{point}\n{}", text(&out));
+        assert!(once.exists(), "{point}: the failpoint was never reached");
+        let kinds: Vec<&'static str> = repo
+            .store()
+            .events_after(0, 100_000)
+            .unwrap()
+            .iter()
+            .map(|e| e.kind.name())
+            .collect();
+        assert_eq!(
+            kinds.iter().filter(|k| **k == "run_started").count(),
+            1,
+            "{point}: {kinds:?}"
+        );
+        assert_eq!(
+            kinds.iter().position(|k| *k == "run_finished"),
+            Some(kinds.len() - 1),
+            "{point}: {kinds:?}"
+        );
+        assert_eq!(repo.shipped_items(), shipped, "{point}");
+        repo.assert_clean_end();
+    }
+}
+
+/// The distinct kinds in a repository's journal.
+fn journaled_kinds_of(repo: &Repo) -> Vec<&'static str> {
+    let mut kinds: Vec<&'static str> = repo
+        .store()
+        .events_after(0, 100_000)
+        .unwrap()
+        .iter()
+        .map(|e| e.kind.name())
+        .collect();
+    kinds.sort_unstable();
+    kinds.dedup();
+    kinds
 }
