@@ -620,3 +620,58 @@ fn journaled_kinds_of(repo: &Repo) -> Vec<&'static str> {
     kinds.dedup();
     kinds
 }
+
+/// `run_resumed`: an unsupervised engine dies mid-attempt; the user's `run` resumes, and its
+/// first engine is killed right after journaling `run_resumed`; the supervisor's restart
+/// resumes the same run again and finishes it.
+#[test]
+fn sigkill_right_after_run_resumed_under_the_supervisor_resumes_the_same_run() {
+    let repo = crash_repo();
+    let out = repo
+        .cmd(&["engine"])
+        .env(failpoint::ENV, "session_started")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.signal(), Some(9), "{}", text(&out));
+    let once = repo.agent_dir.join("failpoint-fired");
+    let out = repo
+        .cmd(&["run"])
+        .env(failpoint::ENV, "run_resumed")
+        .env(failpoint::ONCE_ENV, &once)
+        .output()
+        .unwrap();
+    assert!(once.exists(), "the failpoint was reached");
+    let kinds: Vec<&'static str> = repo
+        .store()
+        .events_after(0, 100_000)
+        .unwrap()
+        .iter()
+        .map(|e| e.kind.name())
+        .collect();
+    assert_eq!(
+        kinds.iter().filter(|k| **k == "run_resumed").count(),
+        2,
+        "{kinds:?}"
+    );
+    assert_recovered_after(&repo, out, "run_resumed");
+}
+
+/// [`assert_recovered`] for a run that already ran to its end: one run, each item once.
+fn assert_recovered_after(repo: &Repo, out: std::process::Output, context: &str) {
+    assert_eq!(out.status.code(), Some(11), "{context}\n{}", text(&out));
+    let kinds: Vec<&'static str> = repo
+        .store()
+        .events_after(0, 100_000)
+        .unwrap()
+        .iter()
+        .map(|e| e.kind.name())
+        .collect();
+    assert_eq!(
+        kinds.iter().filter(|k| **k == "run_started").count(),
+        1,
+        "{context}: {kinds:?}"
+    );
+    assert_eq!(repo.shipped_items(), ["a", "b"], "{context}");
+    assert_eq!(repo.item_state("c"), "parked", "{context}");
+    repo.assert_clean_end();
+}
