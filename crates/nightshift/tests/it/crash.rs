@@ -141,6 +141,9 @@ const PUSH_POINTS: &[&str] = &["push_failed", "pushed"];
 /// The points of a session's budget (their own test below).
 const BUDGET_POINTS: &[&str] = &["budget_warned", "budget_tripped"];
 
+/// The point of a gates file that does not parse (its own test below).
+const GATE_POINTS: &[&str] = &["gate_warned"];
+
 /// The points a reviewed plan adds.
 const REVIEW_POINTS: &[&str] = &["review_started", "review_ended", "review_decided"];
 
@@ -563,18 +566,25 @@ fn sigkill_at_the_budget_transitions_under_the_supervisor_ends_as_without_a_kill
         repo.configure(&config);
         repo
     };
+    ends_as_without_a_kill(&make, BUDGET_POINTS);
+}
+
+/// Kills the engine once at each of `points` under the supervisor, in a fresh repository from
+/// `make` each time; every run must end as the same plan does without a kill (its exit code and
+/// shipped items), in one run, with nothing after `run_finished` and a clean end.
+fn ends_as_without_a_kill(make: &dyn Fn() -> Repo, points: &[&str]) {
     let baseline = make();
     let out = baseline.run(&["run"]);
     let code = out.status.code();
     let shipped = baseline.shipped_items();
     let kinds = journaled_kinds_of(&baseline);
-    for point in BUDGET_POINTS {
+    for point in points {
         assert!(
             kinds.contains(point),
             "the plan journals {point}: {kinds:?}"
         );
     }
-    for point in BUDGET_POINTS.iter().copied() {
+    for point in points.iter().copied() {
         let repo = make();
         let once = repo.agent_dir.join("failpoint-fired");
         let out = repo
@@ -674,4 +684,26 @@ fn assert_recovered_after(repo: &Repo, out: std::process::Output, context: &str)
     assert_eq!(repo.shipped_items(), ["a", "b"], "{context}");
     assert_eq!(repo.item_state("c"), "parked", "{context}");
     repo.assert_clean_end();
+}
+
+/// A gates file that does not parse is journaled as `gate_warned` at every engine start: the
+/// engine is killed once right after it under the supervisor, and the run ends as without.
+#[test]
+fn sigkill_at_gate_warned_under_the_supervisor_ends_as_without_a_kill() {
+    let make = || {
+        let repo = Repo::new(&project());
+        repo.agent("a", &solves("a"));
+        repo.configure(&format!(
+            "{}\n[gates]\nfile = \".nightshift/gates.toml\"\n",
+            plan(&repo, &["a"], 1, 1)
+        ));
+        std::fs::create_dir_all(repo.root.join(".nightshift")).unwrap();
+        std::fs::write(
+            repo.root.join(".nightshift/gates.toml"),
+            "this is = not [toml\n",
+        )
+        .unwrap();
+        repo
+    };
+    ends_as_without_a_kill(&make, GATE_POINTS);
 }
