@@ -144,6 +144,9 @@ const BUDGET_POINTS: &[&str] = &["budget_warned", "budget_tripped"];
 /// The point of a gates file that does not parse (its own test below).
 const GATE_POINTS: &[&str] = &["gate_warned"];
 
+/// The point of a review that escalates (its own test below).
+const ESCALATION_POINTS: &[&str] = &["item_escalated"];
+
 /// The points a reviewed plan adds.
 const REVIEW_POINTS: &[&str] = &["review_started", "review_ended", "review_decided"];
 
@@ -706,4 +709,27 @@ fn sigkill_at_gate_warned_under_the_supervisor_ends_as_without_a_kill() {
         repo
     };
     ends_as_without_a_kill(&make, GATE_POINTS);
+}
+
+/// A review that escalates leaves the item `escalated` (`item_escalated`): killed once right
+/// after it under the supervisor, the run ends as without a kill (16, nothing shipped).
+#[test]
+fn sigkill_at_item_escalated_under_the_supervisor_ends_as_without_a_kill() {
+    let make = || {
+        let repo = Repo::new(&project());
+        repo.agent("a", &solves("a"));
+        let script = repo.agent_dir.join("review.sh");
+        std::fs::write(
+            &script,
+            r#"printf '%s\n' '{"verdict": "escalate", "reason": "a person must decide", "findings": []}' > "$NIGHTSHIFT_VERDICT_FILE""#,
+        )
+        .unwrap();
+        repo.configure(&format!(
+            "{}\n[agent.review]\ncommand = [\"sh\", \"{}\"]\n\n[review]\nwhen = \"always\"\n",
+            plan(&repo, &["a"], 2, 1),
+            script.display()
+        ));
+        repo
+    };
+    ends_as_without_a_kill(&make, ESCALATION_POINTS);
 }
