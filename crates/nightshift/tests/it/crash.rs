@@ -147,6 +147,9 @@ const GATE_POINTS: &[&str] = &["gate_warned"];
 /// The point of a review that escalates (its own test below).
 const ESCALATION_POINTS: &[&str] = &["item_escalated"];
 
+/// The points of review debt (their own test below).
+const DEBT_POINTS: &[&str] = &["debt_review_started", "debt_settled"];
+
 /// The points a reviewed plan adds.
 const REVIEW_POINTS: &[&str] = &["review_started", "review_ended", "review_decided"];
 
@@ -732,4 +735,28 @@ fn sigkill_at_item_escalated_under_the_supervisor_ends_as_without_a_kill() {
         repo
     };
     ends_as_without_a_kill(&make, ESCALATION_POINTS);
+}
+
+/// A review that times out ships the work with review debt (`salvage-if-done`), and the debt
+/// review that follows pays it: killed once at each debt transition under the supervisor, the
+/// run ends as without a kill.
+#[test]
+fn sigkill_at_the_debt_transitions_under_the_supervisor_ends_as_without_a_kill() {
+    let make = || {
+        let repo = Repo::new(&project());
+        repo.agent("a", &solves("a"));
+        let script = repo.agent_dir.join("review.sh");
+        std::fs::write(
+            &script,
+            "if [ \"$NIGHTSHIFT_REVIEW\" = debt ]; then\n  printf '%s\\n' '{\"verdict\": \"approve\", \"reason\": \"ok later\"}' > \"$NIGHTSHIFT_VERDICT_FILE\"\n  exit 0\nfi\nexec sleep 600\n",
+        )
+        .unwrap();
+        repo.configure(&format!(
+            "{}\n[agent.review]\ncommand = [\"sh\", \"{}\"]\n\n[review]\nwhen = \"always\"\ntimeout = \"1s\"\non_timeout = \"salvage-if-done\"\n",
+            plan(&repo, &["a"], 1, 1),
+            script.display()
+        ));
+        repo
+    };
+    ends_as_without_a_kill(&make, DEBT_POINTS);
 }
