@@ -150,6 +150,9 @@ const ESCALATION_POINTS: &[&str] = &["item_escalated"];
 /// The points of review debt (their own test below).
 const DEBT_POINTS: &[&str] = &["debt_review_started", "debt_settled"];
 
+/// The point of a silent session's nudge (its own test below).
+const NUDGE_POINTS: &[&str] = &["session_nudged"];
+
 /// The points a reviewed plan adds.
 const REVIEW_POINTS: &[&str] = &["review_started", "review_ended", "review_decided"];
 
@@ -759,4 +762,24 @@ fn sigkill_at_the_debt_transitions_under_the_supervisor_ends_as_without_a_kill()
         repo
     };
     ends_as_without_a_kill(&make, DEBT_POINTS);
+}
+
+/// A silent agent is nudged (`session_nudged`) and at last ends `stalled`: killed once right
+/// after a nudge under the supervisor, the run ends as without a kill.
+#[test]
+fn sigkill_at_session_nudged_under_the_supervisor_ends_as_without_a_kill() {
+    let make = || {
+        let repo = Repo::new(&project());
+        repo.agent("bad", "go-silent forever\n");
+        repo.agent("good", &solves("good"));
+        let config = plan(&repo, &["bad", "good"], 1, 1)
+            .replace("command = [", "format = \"claude-stream\"\ncommand = [")
+            .replace(
+                "[limits]\n",
+                "[limits]\nstall_grace = \"300ms\"\nstall_nudges = 1\nkill_grace = \"200ms\"\n",
+            );
+        repo.configure(&config);
+        repo
+    };
+    ends_as_without_a_kill(&make, NUDGE_POINTS);
 }
