@@ -153,6 +153,9 @@ const DEBT_POINTS: &[&str] = &["debt_review_started", "debt_settled"];
 /// The point of a silent session's nudge (its own test below).
 const NUDGE_POINTS: &[&str] = &["session_nudged"];
 
+/// The point of an item that waits on a person's action (its own test below).
+const OPERATOR_POINTS: &[&str] = &["item_awaiting_operator"];
+
 /// The points a reviewed plan adds.
 const REVIEW_POINTS: &[&str] = &["review_started", "review_ended", "review_decided"];
 
@@ -782,4 +785,32 @@ fn sigkill_at_session_nudged_under_the_supervisor_ends_as_without_a_kill() {
         repo
     };
     ends_as_without_a_kill(&make, NUDGE_POINTS);
+}
+
+/// An agent declares an action only a person can take: `a` ends `awaiting_operator`
+/// (`item_awaiting_operator`), `b` ships; killed once right after it under the supervisor, the
+/// run ends as without a kill.
+#[test]
+fn sigkill_at_item_awaiting_operator_under_the_supervisor_ends_as_without_a_kill() {
+    let make = || {
+        let repo = Repo::new(&project());
+        let dev = repo.agent_dir.join("dev.sh");
+        std::fs::write(
+            &dev,
+            "mkdir -p done\necho ok > done/$NIGHTSHIFT_ITEM\n\
+             if [ \"$NIGHTSHIFT_ITEM\" = a ]; then\n  echo '[\"add the DNS record a.example.com\"]' > \"$NIGHTSHIFT_OPERATOR_FILE\"\nfi\n",
+        )
+        .unwrap();
+        let config = plan(&repo, &["a", "b"], 1, 1).replacen(
+            &repo.agent_table(),
+            &format!(
+                "[agent]\nkind = \"command\"\ncommand = [\"sh\", \"{}\"]\n",
+                dev.display()
+            ),
+            1,
+        );
+        repo.configure(&config);
+        repo
+    };
+    ends_as_without_a_kill(&make, OPERATOR_POINTS);
 }
