@@ -36,6 +36,8 @@ fn packet(dir: &std::path::Path, script: &str, timeout: Duration) -> SessionPack
             log: dir.join("session.log"),
             tail_bytes: 1024,
             log_limit: None,
+            env_allow: None,
+            stdin: None,
         },
         parser: None,
         stall_grace: None,

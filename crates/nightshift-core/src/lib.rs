@@ -26,6 +26,7 @@ pub mod notify;
 pub mod plan;
 pub mod receipt;
 pub mod report;
+pub mod sandbox;
 pub mod session;
 pub mod stop;
 pub mod store;

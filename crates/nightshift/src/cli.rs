@@ -64,6 +64,9 @@ pub enum Command {
     Accept(AcceptArgs),
     /// Record that an operator did what an `awaiting_operator` item asked, and ship it.
     Confirm(AcceptArgs),
+    /// The morning report: what shipped, what did not and why, what it cost, what needs you,
+    /// and whether it verifies — from the store and the receipts only.
+    Report(ReportArgs),
 }
 
 /// Where to find the repository.
@@ -124,6 +127,10 @@ pub struct EngineArgs {
     /// The deadline as the operator wrote it (`07:00`), for the journal and messages.
     #[arg(long, value_name = "TEXT", requires = "until")]
     pub until_given: Option<String>,
+    /// Set by the supervisor on a restart: the journal position when it first started an
+    /// engine. The run opened since is resumed; if it halted, exit with its halt (no new run).
+    #[arg(long, value_name = "SEQ")]
+    pub restart_after: Option<i64>,
 }
 
 #[derive(Debug, Args)]
@@ -384,6 +391,26 @@ pub struct AcceptArgs {
     pub repo: RepoArgs,
     /// The item to ship.
     pub item: String,
+}
+
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    #[command(flatten)]
+    pub repo: RepoArgs,
+    /// The run to report on. Default: the latest.
+    pub run: Option<String>,
+    /// Also write the report as one self-contained HTML page (inline SVG charts, no script).
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
+    /// One JSON object on stdout (schema: `nightshift report --json-schema`).
+    #[arg(long)]
+    pub json: bool,
+    /// Print the JSON Schema of `--json` output.
+    #[arg(long, hide = true)]
+    pub json_schema: bool,
+    /// The public key receipts are verified with. Default: `.nightshift/receipts.pub`.
+    #[arg(long, value_name = "PUB")]
+    pub key: Option<PathBuf>,
 }
 
 // Value parsers. Negative numbers are let through to them (`allow_negative_numbers`; durations and

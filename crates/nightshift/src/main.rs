@@ -1,6 +1,8 @@
 //! The `nightshift` binary: parses, calls the core, renders. Exit codes follow DESIGN.md §7
 //! (see `docs/exit-codes.md`).
 
+#[macro_use]
+mod out;
 mod cli;
 mod commands;
 mod error;
@@ -24,6 +26,19 @@ fn main() -> ExitCode {
     if rest.first().is_some_and(|a| a == "__fake-agent") {
         return exit(fake_agent::run_cli(rest.into_iter().skip(1)));
     }
+    // The confinement helper must stay single-threaded (user namespaces and Landlock need it):
+    // it is dispatched before anything here can start a thread.
+    if rest
+        .first()
+        .is_some_and(|a| a == nightshift_core::sandbox::SUBCOMMAND)
+    {
+        return exit(nightshift_core::sandbox::exec_main(
+            rest.into_iter().skip(1).collect(),
+        ));
+    }
+    if let Ok(exe) = std::env::current_exe() {
+        nightshift_core::sandbox::set_helper(exe);
+    }
     // Alerts are delivered by a detached `nightshift __deliver`, so a run never waits on them.
     nightshift_core::notify::set_launcher(commands::notify::launch_deliverer);
     let cli = match Cli::try_parse() {
@@ -39,6 +54,8 @@ fn main() -> ExitCode {
             return exit(code);
         }
     };
+    // The output of `run` and `engine` is a side channel of the journal (see `out`).
+    let side_channel = matches!(cli.command, Command::Run(_) | Command::Engine(_));
     let result = match cli.command {
         Command::Init(args) => commands::init::run(&args),
         Command::Run(args) => commands::run::run(&args),
@@ -62,11 +79,13 @@ fn main() -> ExitCode {
         Command::Explain(args) => commands::explain::run(&args),
         Command::Accept(args) => commands::accept::run(&args),
         Command::Confirm(args) => commands::confirm::run(&args),
+        Command::Report(args) => commands::report::run(&args),
     };
-    match result {
-        Ok(code) => exit(code),
-        Err(err) => exit(err.report()),
-    }
+    let code = match result {
+        Ok(code) => code,
+        Err(err) => err.report(),
+    };
+    exit(out::finish(code, side_channel))
 }
 
 fn exit(code: i32) -> ExitCode {

@@ -60,11 +60,16 @@ pub fn event_line(event: &Event) -> Option<String> {
             outcome,
             exit_code,
             duration_ms,
+            fault,
             ..
         } => format!(
-            "{item}:   iteration {iteration}: agent {} ({})",
+            "{item}:   iteration {iteration}: agent {} ({}){}",
             outcome_text(*outcome, *exit_code),
-            ms(*duration_ms)
+            ms(*duration_ms),
+            match (outcome, fault) {
+                (Outcome::PermissionDenied, Some(what)) => format!(": {what}"),
+                _ => String::new(),
+            }
         ),
         EventKind::CheckEnded {
             item,
@@ -372,6 +377,9 @@ fn outcome_text(outcome: Outcome, exit_code: Option<i32>) -> String {
         (Outcome::RateLimited, _) => "hit its usage limit".into(),
         (Outcome::EnvFault, _) => "hit an API or network fault".into(),
         (Outcome::Stopped, _) => "stopped by the operator".into(),
+        (Outcome::PermissionDenied, _) => {
+            "was denied permission (see docs/agents.md: permission_mode, allowed_tools)".into()
+        }
     }
 }
 

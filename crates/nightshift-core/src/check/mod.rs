@@ -47,6 +47,8 @@ pub fn run(
         log,
         tail_bytes: FEEDBACK_BYTES,
         log_limit: Some(LOG_LIMIT),
+        env_allow: None,
+        stdin: None,
     };
     let end = session::run(&spec)?;
     Ok(CheckRun {

@@ -179,6 +179,24 @@ pub struct AgentConfig {
     pub args: Vec<String>,
     /// For `kind = "command"`: how its output is read.
     pub format: OutputFormat,
+    /// The CLI's permission posture and environment (`permission_mode`, `allowed_tools`,
+    /// `is_sandbox`, `env_pass`).
+    pub policy: AgentPolicy,
+}
+
+/// `[agent]` keys that set what a CLI may do unattended and what it may see.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct AgentPolicy {
+    /// Claude `--permission-mode` (default `acceptEdits`), Codex `sandbox_mode` (default
+    /// `workspace-write`), Gemini `--approval-mode` (default `yolo`). Validated per kind.
+    pub permission_mode: Option<String>,
+    /// Claude `--allowedTools`; `None` is the default list, empty passes no flag.
+    pub allowed_tools: Option<Vec<String>>,
+    /// Claude: set `IS_SANDBOX=1` (the user says the machine is a sandbox, so
+    /// `bypassPermissions` may run as root).
+    pub is_sandbox: bool,
+    /// More of the engine's variables the CLI may see (a trailing `*` matches a prefix).
+    pub env_pass: Vec<String>,
 }
 
 /// `[check]`.

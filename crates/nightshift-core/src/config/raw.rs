@@ -116,6 +116,10 @@ struct RawAgent {
     model: Option<Spanned<String>>,
     args: Option<Spanned<Vec<String>>>,
     format: Option<Spanned<String>>,
+    permission_mode: Option<Spanned<String>>,
+    allowed_tools: Option<Spanned<Vec<String>>>,
+    is_sandbox: Option<Spanned<bool>>,
+    env_pass: Option<Spanned<Vec<String>>>,
     /// `[agent.review]`: the reviewer's own agent settings.
     review: Option<Box<Spanned<RawAgent>>>,
     /// `[agent.second_opinion]`: the reviewer asked when a review leaves real doubt.
@@ -383,6 +387,7 @@ impl Ctx<'_> {
             None => AgentKind::Command,
             Some(kind) => self.agent_kind(kind)?,
         };
+        let policy = self.agent_policy(kind, &raw)?;
         let command = match (kind, raw.command) {
             (AgentKind::Command, None) => {
                 return Err(self
@@ -467,6 +472,94 @@ impl Ctx<'_> {
             model,
             args,
             format,
+            policy,
+        })
+    }
+
+    /// `permission_mode`, `allowed_tools`, `is_sandbox` and `env_pass`, checked against the kind.
+    fn agent_policy(
+        &self,
+        kind: AgentKind,
+        raw: &RawAgent,
+    ) -> Result<super::AgentPolicy, Box<SourceError>> {
+        let permission_mode = match &raw.permission_mode {
+            None => None,
+            Some(m) => {
+                let allowed: &[&str] = match kind {
+                    AgentKind::Claude => &[
+                        "default",
+                        "acceptEdits",
+                        "plan",
+                        "auto",
+                        "dontAsk",
+                        "bypassPermissions",
+                    ],
+                    AgentKind::Codex => &["read-only", "workspace-write", "danger-full-access"],
+                    AgentKind::Gemini => &["default", "auto_edit", "yolo", "plan"],
+                    AgentKind::Aider | AgentKind::Command => &[],
+                };
+                if allowed.is_empty() {
+                    return Err(self
+                        .error(
+                            m.span(),
+                            format!("`permission_mode` is not known for `kind = \"{kind}\"`"),
+                        )
+                        .with_help("it is for claude, codex and gemini; see docs/agents.md")
+                        .into());
+                }
+                if !allowed.contains(&m.get_ref().as_str()) {
+                    return Err(self
+                        .error(
+                            m.span(),
+                            format!("unknown `permission_mode` `{}` for {kind}", m.get_ref()),
+                        )
+                        .with_help(format!("expected one of: {}", allowed.join(", ")))
+                        .into());
+                }
+                Some(m.get_ref().clone())
+            }
+        };
+        let allowed_tools = match &raw.allowed_tools {
+            Some(t) if kind != AgentKind::Claude => {
+                return Err(self
+                    .error(t.span(), "`allowed_tools` is for `kind = \"claude\"`")
+                    .into());
+            }
+            other => other.as_ref().map(|t| t.get_ref().clone()),
+        };
+        let is_sandbox = match &raw.is_sandbox {
+            Some(b) if kind != AgentKind::Claude => {
+                return Err(self
+                    .error(b.span(), "`is_sandbox` is for `kind = \"claude\"`")
+                    .into());
+            }
+            other => other.as_ref().is_some_and(|b| *b.get_ref()),
+        };
+        let env_pass = match &raw.env_pass {
+            None => Vec::new(),
+            Some(list) => {
+                if let Some(bad) = list.get_ref().iter().find(|n| {
+                    let name = n.strip_suffix('*').unwrap_or(n);
+                    name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+                }) {
+                    return Err(self
+                        .error(
+                            list.span(),
+                            format!("`env_pass` names an invalid variable `{bad}`"),
+                        )
+                        .with_help(
+                            "give variable names (letters, digits, `_`), optionally ending in `*` for a prefix",
+                        )
+                        .into());
+                }
+                list.get_ref().clone()
+            }
+        };
+        Ok(super::AgentPolicy {
+            permission_mode,
+            allowed_tools,
+            is_sandbox,
+            env_pass,
         })
     }
 
@@ -1026,6 +1119,30 @@ impl Ctx<'_> {
             }
             let line = super::error::line_column(self.source, id.span().start).0;
             seen.insert(id.get_ref(), line);
+            if let Some(prompt) = &fields.prompt
+                && prompt.get_ref().contains('\0')
+            {
+                // Only an escape can put a NUL in a TOML string: point at it.
+                let span = prompt.span();
+                let literal = self.source.get(span.clone()).unwrap_or("");
+                let at = ["\\u0000", "\\U00000000"]
+                    .iter()
+                    .filter_map(|escape| literal.find(escape).map(|i| (i, escape.len())))
+                    .min()
+                    .map_or(span.clone(), |(i, len)| {
+                        span.start + i..span.start + i + len
+                    });
+                return Err(self
+                    .error(
+                        at,
+                        format!(
+                            "the `prompt` of item `{}` holds a NUL character",
+                            id.get_ref()
+                        ),
+                    )
+                    .with_help("remove the `\\u0000`: a prompt is text, and git cannot carry a NUL")
+                    .into());
+            }
             let prompt = match &fields.prompt {
                 Some(prompt) if !prompt.get_ref().trim().is_empty() => {
                     prompt.get_ref().trim().to_owned()

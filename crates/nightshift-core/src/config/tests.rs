@@ -71,6 +71,7 @@ fn full_example_parses_with_its_values() -> TestResult {
                 model: None,
                 args: Vec::new(),
                 format: OutputFormat::Text,
+                policy: Default::default(),
             },
             check: CheckConfig {
                 command: Some("sh check.sh".into()),
@@ -1010,6 +1011,18 @@ fn bad_review_values_point_at_the_value() {
 }
 
 #[test]
+fn a_prompt_with_a_nul_is_refused_where_the_escape_is() {
+    let source = format!("{HEAD}[[item]]\nid = \"a\"\nprompt = \"fine\\u0000not\"\n");
+    assert_error(
+        &source,
+        (7, 15),
+        "\\u0000",
+        "the `prompt` of item `a` holds a NUL character",
+        "remove the `\\u0000`",
+    );
+}
+
+#[test]
 fn every_config_path_stays_inside_the_repository() {
     let item = "[[item]]\nid = \"a\"\nprompt = \"p\"\n";
     for (source, at, span_text) in [
@@ -1100,6 +1113,53 @@ fn worktree_env_is_read_with_repo_expanded_and_bad_names_are_located() -> TestRe
         "NIGHTSHIFT_ITEM",
         "nightshift's own variable",
         "remove it",
+    );
+    Ok(())
+}
+
+#[test]
+fn agent_policy_keys_parse_and_are_checked_against_the_kind() -> TestResult {
+    let source = "[agent]\nkind = \"claude\"\npermission_mode = \"bypassPermissions\"\n\
+                  allowed_tools = [\"Read\"]\nis_sandbox = true\nenv_pass = [\"MY_TOKEN\", \"CORP_*\"]\n\
+                  [check]\ncommand = \"true\"\n[[item]]\nid = \"a\"\nprompt = \"p\"\n";
+    let config = parse(source, FILE_NAME)?;
+    assert_eq!(
+        config.agent.policy,
+        crate::config::AgentPolicy {
+            permission_mode: Some("bypassPermissions".into()),
+            allowed_tools: Some(vec!["Read".into()]),
+            is_sandbox: true,
+            env_pass: vec!["MY_TOKEN".into(), "CORP_*".into()],
+        }
+    );
+    let tail = "[check]\ncommand = \"true\"\n[[item]]\nid = \"a\"\nprompt = \"p\"\n";
+    assert_error(
+        &format!("[agent]\nkind = \"codex\"\npermission_mode = \"acceptEdits\"\n{tail}"),
+        (3, 19),
+        "\"acceptEdits\"",
+        "unknown `permission_mode` `acceptEdits` for codex",
+        "workspace-write",
+    );
+    assert_error(
+        &format!("[agent]\nkind = \"aider\"\npermission_mode = \"yolo\"\n{tail}"),
+        (3, 19),
+        "\"yolo\"",
+        "`permission_mode` is not known for `kind = \"aider\"`",
+        "docs/agents.md",
+    );
+    assert_error(
+        &format!("[agent]\nkind = \"gemini\"\nallowed_tools = [\"x\"]\n{tail}"),
+        (3, 17),
+        "[\"x\"]",
+        "`allowed_tools` is for `kind = \"claude\"`",
+        "",
+    );
+    assert_error(
+        &format!("[agent]\nkind = \"claude\"\nenv_pass = [\"A B\"]\n{tail}"),
+        (3, 12),
+        "[\"A B\"]",
+        "`env_pass` names an invalid variable `A B`",
+        "letters, digits",
     );
     Ok(())
 }

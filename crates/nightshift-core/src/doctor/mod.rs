@@ -400,6 +400,26 @@ fn git_state(ws: &Workspace, config: &Config) -> Vec<Finding> {
         },
     });
 
+    // User branches where nightshift's attempt branches go (`nightshift`, `nightshift/<item>`).
+    let ids: Vec<&str> = config.items.iter().map(|i| i.id.as_str()).collect();
+    match git.attempt_branch_blockers(&ids) {
+        Ok(blockers) if !blockers.is_empty() => out.push(Finding::fail(
+            "git_branches",
+            GateClass::Safety,
+            HaltReason::WorkspaceInvalid,
+            format!(
+                "branch(es) {} block nightshift's attempt branches (refs/heads/nightshift/<item>/<n>)",
+                blockers.join(", ")
+            ),
+            format!("rename it, e.g. `git branch -m {0} {0}-mine`", blockers[0]),
+        )),
+        _ => out.push(Finding::ok(
+            "git_branches",
+            GateClass::Safety,
+            "no branch blocks refs/heads/nightshift/<item>/<n>",
+        )),
+    }
+
     // Uncommitted edits where the target is checked out: an item that changes one of those
     // files waits at integration until they are committed or stashed.
     if let Some(t) = &target {

@@ -132,7 +132,9 @@ impl Engine<'_> {
         let worktree = PathBuf::from(&att.worktree);
         let logs = self.ws.logs(&self.run_id());
         std::fs::create_dir_all(&logs).map_err(io_err(&logs))?;
-        let log = logs.join(format!("{}-a{}.baseline-check.log", att.item, att.attempt));
+        let log = super::attempt::unused_log(
+            &logs.join(format!("{}-a{}.baseline-check.log", att.item, att.attempt)),
+        );
         self.clear_results_file(&worktree);
         let run = crate::check::run(
             &self.check_command(item),
@@ -434,8 +436,17 @@ pub(crate) fn evaluate(
     if !green {
         return Ok(verdicts);
     }
-    verdicts.push(guard::test_set(base, results));
-    verdicts.push(guard::skipped(base, results));
+    let expect = if config.check.format == FormatChoice::ExitCode {
+        guard::Expect::Never
+    } else if config.check.results.is_some()
+        || matches!(config.check.format, FormatChoice::Fixed(_))
+    {
+        guard::Expect::Required
+    } else {
+        guard::Expect::Detected
+    };
+    verdicts.push(guard::test_set(base, results, expect));
+    verdicts.push(guard::skipped(base, results, expect));
     let tests = PathSet::new(config.guards.test_paths.iter().map(String::as_str))
         .unwrap_or_else(|_| PathSet::empty());
     let mut files = Vec::new();

@@ -32,11 +32,11 @@ pub fn run(args: &InitArgs) -> CommandResult {
             CommandError::new(ExitClass::Workspace, format!("find the git directory: {e}"))
         })?;
     nightshift_core::engine::ensure_excluded(&common)?;
-    println!("wrote {}", path.display());
-    println!(
+    outln!("wrote {}", path.display());
+    outln!(
         "kept .nightshift/ out of git in {} (no tracked file is changed)",
         common.join("info").join("exclude").display()
     );
-    println!("next: set [agent].command and [check].command, add [[item]]s, then `nightshift run`");
+    outln!("next: set [agent].command and [check].command, add [[item]]s, then `nightshift run`");
     Ok(0)
 }

@@ -252,6 +252,13 @@ fn crlf_line_endings() {
 }
 
 #[test]
+fn a_plan_with_a_nul_is_refused_at_the_nul() {
+    let e = error("- [ ] one\n- [ ] t\0wo\n");
+    assert_eq!((e.line, e.column), (2, 8), "{e:?}");
+    assert!(e.message.contains("NUL"), "{}", e.message);
+}
+
+#[test]
 fn task_lines_under_a_checked_item_are_skipped_with_it() {
     let source = "- [x] Done parent\n  - [ ] open child\n    - [ ] grandchild\n  - [x] done child\n    detail\n- [ ] Next\n  - [ ] nested open\n";
     assert_eq!(ids(source), ["next", "nested-open"]);

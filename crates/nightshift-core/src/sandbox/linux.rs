@@ -1,0 +1,352 @@
+//! `__exec` on Linux: fork the target into its own session, confine it, exec it, relay its end.
+//!
+//! This runs in a fresh single-threaded process (the binary dispatches `__exec` before anything
+//! can start a thread), which is what `unshare(CLONE_NEWUSER)` and Landlock's `restrict_self`
+//! need. The parent stays small: it forwards termination signals to the target's group (the
+//! session that spawned us signals *our* group, which the target left with `setsid`), waits,
+//! kills what is left of the target's group, and ends the way the target ended.
+
+use std::ffi::{CString, OsString};
+use std::io::Write;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+
+use landlock::{
+    ABI, Access, AccessFs, BitFlags, LandlockStatus, PathBeneath, PathFd, Ruleset, RulesetAttr,
+    RulesetCreatedAttr, RulesetStatus, Scope,
+};
+use nix::sys::signal::{SigSet, SigmaskHow, Signal, kill, killpg, raise, sigprocmask};
+use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
+use nix::unistd::{ForkResult, Pid, fork, getgid, getpid, getppid, getuid, setsid};
+
+use super::{Held, Network, SETUP_FAILED, Spec, keep_env, read_rules};
+
+/// Signals forwarded to the target's group.
+const FORWARD: [Signal; 6] = [
+    Signal::SIGTERM,
+    Signal::SIGINT,
+    Signal::SIGHUP,
+    Signal::SIGQUIT,
+    Signal::SIGUSR1,
+    Signal::SIGUSR2,
+];
+
+pub(super) fn exec(spec: &Spec, argv: &[OsString], probe: bool) -> i32 {
+    let status = match &spec.status {
+        Some(path) => match std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(0o600)
+            .open(path)
+        {
+            Ok(file) => Some(file),
+            Err(err) => {
+                eprintln!(
+                    "nightshift __exec: failed to open the status file {}: {err}",
+                    path.display()
+                );
+                return SETUP_FAILED;
+            }
+        },
+        None => None,
+    };
+    let mut mask = SigSet::empty();
+    for sig in FORWARD {
+        mask.add(sig);
+    }
+    mask.add(Signal::SIGCHLD);
+    let mut old = SigSet::empty();
+    if let Err(err) = sigprocmask(SigmaskHow::SIG_BLOCK, Some(&mask), Some(&mut old)) {
+        eprintln!("nightshift __exec: failed to block signals: {err}");
+        return SETUP_FAILED;
+    }
+    let parent = getpid();
+    // SAFETY: this process is single-threaded (`__exec` is dispatched before anything starts a
+    // thread), so the child may do anything the parent could.
+    match unsafe { fork() } {
+        Ok(ForkResult::Child) => {
+            let code = child(spec, argv, probe, status, parent, &old);
+            // SAFETY: _exit ends the forked child without running the parent's atexit state.
+            unsafe { libc::_exit(code) }
+        }
+        Ok(ForkResult::Parent { child }) => {
+            drop(status);
+            relay(child, &mask)
+        }
+        Err(err) => {
+            eprintln!("nightshift __exec: failed to fork: {err}");
+            SETUP_FAILED
+        }
+    }
+}
+
+/// The target's side: set up, report the level, exec. Returns only on failure.
+fn child(
+    spec: &Spec,
+    argv: &[OsString],
+    probe: bool,
+    status: Option<std::fs::File>,
+    parent: Pid,
+    old_mask: &SigSet,
+) -> i32 {
+    let mut held = Held {
+        session: setsid().is_ok(),
+        ..Held::default()
+    };
+    if !held.session {
+        held.reasons.push("setsid failed".into());
+    }
+    let _ = nix::sys::prctl::set_pdeathsig(Signal::SIGKILL);
+    if getppid() != parent {
+        return SETUP_FAILED;
+    }
+    let mut make: Vec<&PathBuf> = spec.make.iter().collect();
+    make.extend(spec.tmp.iter());
+    for dir in &make {
+        let _ = std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir);
+    }
+    if spec.network == Network::None {
+        match enter_netns() {
+            Ok(()) => held.netns = true,
+            Err(reason) => held.reasons.push(reason),
+        }
+    }
+    let mut write: Vec<PathBuf> = spec.write.clone();
+    write.extend(make.into_iter().cloned());
+    match landlock(&spec.read, &spec.deny, &write) {
+        Ok(abi) => {
+            held.landlock = true;
+            held.landlock_abi = abi;
+        }
+        Err((abi, reason)) => {
+            held.landlock_abi = abi;
+            held.reasons.push(reason);
+        }
+    }
+    if let Some(mut file) = status
+        && let Ok(json) = serde_json::to_vec(&held)
+    {
+        let _ = file.write_all(&json);
+    }
+    if spec.require && !held.is_full_for(spec) {
+        eprintln!(
+            "nightshift: confinement did not fully hold ({held}); `[sandbox] require = true` in \
+             nightshift.toml refuses to run unconfined"
+        );
+        return SETUP_FAILED;
+    }
+    if probe {
+        return 0;
+    }
+    let _ = sigprocmask(SigmaskHow::SIG_SETMASK, Some(old_mask), None);
+    let env = environment(spec);
+    let Some(program) = argv.first() else {
+        return SETUP_FAILED;
+    };
+    let (Ok(program_c), Ok(args)) = (
+        CString::new(program.as_bytes()),
+        argv.iter()
+            .map(|a| CString::new(a.as_bytes()))
+            .collect::<Result<Vec<_>, _>>(),
+    ) else {
+        eprintln!("nightshift __exec: an argument holds a NUL byte");
+        return SETUP_FAILED;
+    };
+    let err = nix::unistd::execvpe(&program_c, &args, &env).err();
+    eprintln!(
+        "nightshift: could not start {}: {}",
+        program.to_string_lossy(),
+        err.map(std::io::Error::from)
+            .map_or_else(|| "unknown error".into(), |e| e.to_string())
+    );
+    // Like a shell: 127 for a missing program, 126 for one that cannot be run.
+    if err == Some(nix::errno::Errno::ENOENT) {
+        127
+    } else {
+        126
+    }
+}
+
+fn environment(spec: &Spec) -> Vec<CString> {
+    let mut env: Vec<CString> = std::env::vars_os()
+        .filter(|(k, _)| {
+            k.to_str()
+                .is_some_and(|k| spec.env_keep.as_ref().is_none_or(|a| keep_env(a, k)))
+        })
+        .filter(|(k, _)| !(spec.tmp.is_some() && k == "TMPDIR"))
+        .filter_map(|(k, v)| {
+            let mut kv = k.as_bytes().to_vec();
+            kv.push(b'=');
+            kv.extend_from_slice(v.as_bytes());
+            CString::new(kv).ok()
+        })
+        .collect();
+    if let Some(tmp) = &spec.tmp {
+        let mut kv = b"TMPDIR=".to_vec();
+        kv.extend_from_slice(tmp.as_os_str().as_bytes());
+        env.extend(CString::new(kv).ok());
+    }
+    env
+}
+
+/// A new network namespace (inside a new user namespace unless root) with `lo` up.
+fn enter_netns() -> Result<(), String> {
+    use nix::sched::{CloneFlags, unshare};
+    let uid = getuid();
+    let gid = getgid();
+    if uid.is_root() {
+        unshare(CloneFlags::CLONE_NEWNET).map_err(|e| format!("network namespace refused: {e}"))?;
+    } else {
+        unshare(CloneFlags::CLONE_NEWUSER | CloneFlags::CLONE_NEWNET).map_err(|e| {
+            format!("user namespace refused ({e}): unprivileged user namespaces are restricted")
+        })?;
+        let map = |file: &str, text: String| {
+            std::fs::write(format!("/proc/self/{file}"), text)
+                .map_err(|e| format!("failed to write /proc/self/{file}: {e}"))
+        };
+        map("setgroups", "deny".into())?;
+        map("uid_map", format!("{uid} {uid} 1"))?;
+        map("gid_map", format!("{gid} {gid} 1"))?;
+    }
+    loopback_up().map_err(|e| format!("failed to bring up lo in the network namespace: {e}"))
+}
+
+fn loopback_up() -> std::io::Result<()> {
+    // SAFETY: plain syscalls on a socket we own, with a zeroed `ifreq` naming "lo".
+    unsafe {
+        let fd = libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0);
+        if fd < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        let mut req: libc::ifreq = std::mem::zeroed();
+        for (dst, src) in req.ifr_name.iter_mut().zip(b"lo\0") {
+            *dst = *src as libc::c_char;
+        }
+        let result = if libc::ioctl(fd, libc::SIOCGIFFLAGS, &mut req) < 0 {
+            Err(std::io::Error::last_os_error())
+        } else {
+            req.ifr_ifru.ifru_flags |= (libc::IFF_UP | libc::IFF_RUNNING) as libc::c_short;
+            if libc::ioctl(fd, libc::SIOCSIFFLAGS, &req) < 0 {
+                Err(std::io::Error::last_os_error())
+            } else {
+                Ok(())
+            }
+        };
+        libc::close(fd);
+        result
+    }
+}
+
+/// Applies Landlock; returns the ABI that held, or the ABI and why it did not.
+fn landlock(read: &[PathBuf], deny: &[PathBuf], write: &[PathBuf]) -> Result<i32, (i32, String)> {
+    let abi = ABI::V6;
+    let all = AccessFs::from_all(abi);
+    let reading = AccessFs::from_read(abi);
+    let fail = |e: landlock::RulesetError| (0, format!("landlock: {e}"));
+    let mut ruleset = Ruleset::default()
+        .handle_access(all)
+        .map_err(fail)?
+        .scope(Scope::AbstractUnixSocket | Scope::Signal)
+        .map_err(fail)?
+        .create()
+        .map_err(fail)?;
+    for path in read_rules(read, deny) {
+        ruleset = add(ruleset, &path, reading).map_err(fail)?;
+    }
+    for path in write {
+        if path.exists() {
+            ruleset = add(ruleset, path, all).map_err(fail)?;
+        }
+    }
+    let status = ruleset.restrict_self().map_err(fail)?;
+    let abi = match status.landlock {
+        LandlockStatus::Available { effective_abi, .. } => effective_abi as i32,
+        LandlockStatus::NotEnabled => {
+            return Err((
+                0,
+                "landlock is built in but not enabled (boot with lsm=…,landlock)".into(),
+            ));
+        }
+        LandlockStatus::NotImplemented => {
+            return Err((
+                0,
+                "landlock is not in this kernel (needs Linux 5.13+)".into(),
+            ));
+        }
+    };
+    match status.ruleset {
+        RulesetStatus::FullyEnforced => Ok(abi),
+        RulesetStatus::PartiallyEnforced if abi >= 3 => Ok(abi),
+        RulesetStatus::PartiallyEnforced => Err((
+            abi,
+            format!("landlock ABI {abi} is too old to stop renames and truncation (needs 3+)"),
+        )),
+        RulesetStatus::NotEnforced => Err((abi, "landlock did not enforce the ruleset".into())),
+    }
+}
+
+fn add(
+    ruleset: landlock::RulesetCreated,
+    path: &Path,
+    access: BitFlags<AccessFs>,
+) -> Result<landlock::RulesetCreated, landlock::RulesetError> {
+    let Ok(fd) = PathFd::new(path) else {
+        // Vanished between listing and opening: nothing to allow.
+        return Ok(ruleset);
+    };
+    let access = if path.is_dir() {
+        access
+    } else {
+        access & AccessFs::from_file(ABI::V6)
+    };
+    ruleset.add_rule(PathBeneath::new(fd, access))
+}
+
+/// Forwards termination signals to the target's group until it ends; then ends the same way.
+fn relay(child: Pid, mask: &SigSet) -> i32 {
+    loop {
+        let Ok(sig) = mask.wait() else {
+            continue;
+        };
+        if sig != Signal::SIGCHLD {
+            // Before the child's setsid its group does not exist yet: signal the child itself.
+            if killpg(child, sig).is_err() {
+                let _ = kill(child, sig);
+            }
+            continue;
+        }
+        loop {
+            match waitpid(child, Some(WaitPidFlag::WNOHANG)) {
+                Ok(WaitStatus::Exited(_, code)) => {
+                    let _ = killpg(child, Signal::SIGKILL);
+                    return code;
+                }
+                Ok(WaitStatus::Signaled(_, sig, _)) => {
+                    let _ = killpg(child, Signal::SIGKILL);
+                    return die_by(sig);
+                }
+                Ok(WaitStatus::StillAlive) => break,
+                Ok(_) => continue,
+                Err(_) => return SETUP_FAILED,
+            }
+        }
+    }
+}
+
+/// Ends this process by `sig` (default action), so the session sees how the target ended.
+fn die_by(sig: Signal) -> i32 {
+    // SAFETY: restoring the default action of a signal is always sound.
+    unsafe {
+        let _ = nix::sys::signal::signal(sig, nix::sys::signal::SigHandler::SigDfl);
+    }
+    let mut one = SigSet::empty();
+    one.add(sig);
+    let _ = sigprocmask(SigmaskHow::SIG_UNBLOCK, Some(&one), None);
+    let _ = raise(sig);
+    128 + sig as i32
+}

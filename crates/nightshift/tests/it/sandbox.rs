@@ -1,0 +1,401 @@
+//! Confinement: the real `nightshift __exec` helper around hostile shell scripts (Linux only).
+//! Every network probe stays on 127.0.0.0/8, or is made only after the script has verified, in
+//! the same process, that its namespace has no route at all (so nothing can leave).
+
+#![cfg(target_os = "linux")]
+
+use std::io::ErrorKind;
+use std::net::TcpListener;
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use nightshift_core::sandbox::{Held, Network, Spec};
+
+use crate::harness::BIN;
+
+/// A checkout inside a repository's `.nightshift/`, a home, a data dir with a key: the layout an
+/// agent session sees.
+struct Layout {
+    _dir: tempfile::TempDir,
+    root: PathBuf,
+    checkout: PathBuf,
+    home: PathBuf,
+    state: PathBuf,
+    key_dir: PathBuf,
+    status: PathBuf,
+}
+
+impl Layout {
+    fn new() -> Layout {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let state = root.join("repo/.nightshift");
+        let checkout = state.join("worktrees/item-1");
+        let home = root.join("home");
+        let key_dir = root.join("data/nightshift");
+        for d in [&checkout, &home, &key_dir] {
+            std::fs::create_dir_all(d).unwrap();
+        }
+        std::fs::write(state.join("state.db"), "the store").unwrap();
+        std::fs::write(key_dir.join("receipt-key"), "the signing key").unwrap();
+        std::fs::write(root.join("repo/README"), "readable").unwrap();
+        Layout {
+            status: root.join("status.json"),
+            _dir: dir,
+            root,
+            checkout,
+            home,
+            state,
+            key_dir,
+        }
+    }
+
+    fn spec(&self, network: Network) -> Spec {
+        Spec {
+            read: vec![PathBuf::from("/")],
+            deny: vec![self.state.clone(), self.key_dir.clone()],
+            write: vec![self.checkout.clone(), PathBuf::from("/dev/null")],
+            make: vec![self.home.join(".claude")],
+            tmp: Some(self.root.join("tmp")),
+            network,
+            env_keep: None,
+            require: false,
+            status: Some(self.status.clone()),
+        }
+    }
+
+    /// Opens the tree to every user, for the unprivileged runs.
+    fn open_to_all(&self) {
+        chmod_tree(&self.root);
+    }
+
+    fn held(&self) -> Held {
+        serde_json::from_slice(&std::fs::read(&self.status).unwrap()).unwrap()
+    }
+}
+
+fn chmod_tree(path: &Path) {
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o777)).unwrap();
+    if path.is_dir() {
+        for entry in std::fs::read_dir(path).unwrap() {
+            chmod_tree(&entry.unwrap().path());
+        }
+    }
+}
+
+/// Runs `script` under `spec` in `cwd` through `nightshift __exec`, as `user` (None: as we are).
+fn exec(spec: &Spec, cwd: &Path, home: &Path, script: &str, user: Option<u32>) -> Output {
+    let json = serde_json::to_string(spec).unwrap();
+    let mut argv: Vec<String> = Vec::new();
+    if let Some(uid) = user {
+        argv.extend([
+            "setpriv".into(),
+            format!("--reuid={uid}"),
+            format!("--regid={uid}"),
+            "--clear-groups".into(),
+        ]);
+    }
+    argv.extend([
+        BIN.into(),
+        "__exec".into(),
+        "--spec".into(),
+        json,
+        "--".into(),
+        "sh".into(),
+        "-c".into(),
+        script.into(),
+    ]);
+    Command::new(&argv[0])
+        .args(&argv[1..])
+        .current_dir(cwd)
+        .env("HOME", home)
+        .stdin(Stdio::null())
+        .process_group(0)
+        .output()
+        .unwrap()
+}
+
+fn all(out: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// Each line `name=<rc>` where the script wrote one: the exit code of that probe.
+fn probe(out: &Output, name: &str) -> String {
+    let text = String::from_utf8_lossy(&out.stdout);
+    text.lines()
+        .find_map(|l| l.strip_prefix(&format!("{name}=")))
+        .unwrap_or_else(|| panic!("no {name}= in the output:\n{}", all(out)))
+        .to_owned()
+}
+
+const WRITES: &str = r#"
+try() { name=$1; shift; if ( "$@" ) >/dev/null 2>err; then echo "$name=ok"; else echo "$name=$(cat err)"; fi; }
+try inside sh -c 'echo work > done.txt'
+try home sh -c 'echo x > "$HOME/x"'
+try up sh -c 'echo x > ../../x'
+try tmp sh -c "echo x > $OUTSIDE"
+try store cat ../../state.db
+try key cat "$KEY"
+try readme cat ../../../README
+try state sh -c 'echo s > "$HOME/.claude/state"'
+try tmpdir sh -c 'echo t > "$TMPDIR/t"'
+"#;
+
+fn assert_writes_confined(layout: &Layout, out: &Output, outside: &Path) {
+    let denied = |name: &str| {
+        let got = probe(out, name);
+        assert!(
+            got.contains("Permission denied"),
+            "{name}: expected EACCES, got {got:?}\n{}",
+            all(out)
+        );
+    };
+    assert_eq!(probe(out, "inside"), "ok", "{}", all(out));
+    assert_eq!(
+        std::fs::read_to_string(layout.checkout.join("done.txt")).unwrap(),
+        "work\n"
+    );
+    for name in ["home", "up", "tmp", "store", "key"] {
+        denied(name);
+    }
+    assert!(!layout.home.join("x").exists());
+    assert!(!layout.state.join("x").exists());
+    assert!(!outside.exists());
+    assert_eq!(probe(out, "readme"), "ok", "the repository stays readable");
+    assert_eq!(
+        probe(out, "state"),
+        "ok",
+        "the CLI's own state dir is writable"
+    );
+    assert_eq!(probe(out, "tmpdir"), "ok", "the temp dir is writable");
+    let held = layout.held();
+    assert!(held.landlock, "{held:?}");
+    assert!(held.session, "{held:?}");
+}
+
+fn writes_script(layout: &Layout, outside: &Path) -> String {
+    format!(
+        "OUTSIDE={}\nKEY={}\n{WRITES}",
+        outside.display(),
+        layout.key_dir.join("receipt-key").display()
+    )
+}
+
+fn outside_file(tag: &str) -> PathBuf {
+    PathBuf::from(format!(
+        "/tmp/nightshift-sandbox-{tag}-{}",
+        std::process::id()
+    ))
+}
+
+#[test]
+fn an_agent_writes_only_its_checkout_and_reads_neither_store_nor_key() {
+    let layout = Layout::new();
+    let outside = outside_file("agent");
+    let script = writes_script(&layout, &outside);
+    let out = exec(
+        &layout.spec(Network::Host),
+        &layout.checkout,
+        &layout.home,
+        &script,
+        None,
+    );
+    assert!(out.status.success(), "{}", all(&out));
+    assert_writes_confined(&layout, &out, &outside);
+    assert_eq!(layout.held().level(), "landlock");
+}
+
+#[test]
+fn an_unprivileged_agent_is_confined_the_same_way() {
+    if !nix::unistd::getuid().is_root() {
+        // Already unprivileged: the test above covers this path.
+        return;
+    }
+    let layout = Layout::new();
+    layout.open_to_all();
+    let outside = outside_file("nobody");
+    let script = writes_script(&layout, &outside);
+    let out = exec(
+        &layout.spec(Network::None),
+        &layout.checkout,
+        &layout.home,
+        &script,
+        Some(65534),
+    );
+    assert!(out.status.success(), "{}", all(&out));
+    assert_writes_confined(&layout, &out, &outside);
+    // Without root, the network namespace needs a user namespace: it held.
+    assert_eq!(
+        layout.held().level(),
+        "landlock+netns",
+        "{:?}",
+        layout.held()
+    );
+}
+
+/// Connects to 127.0.0.1:$PORT, then — only once the script has seen that its namespace has no
+/// route but loopback — to a documentation address (192.0.2.1, TEST-NET-1), which must fail at
+/// the route lookup (ENETUNREACH), before any packet exists.
+const NETWORK: &str = r#"
+if bash -c "exec 3<>/dev/tcp/127.0.0.1/$PORT" 2>err; then echo "host=connected"; else echo "host=$(cat err)"; fi
+routes=$(awk 'NR > 1' /proc/net/route | wc -l)
+echo "routes=$routes"
+if [ "$routes" -eq 0 ]; then
+  if bash -c 'exec 3<>/dev/tcp/192.0.2.1/9' 2>err; then echo "out=connected"; else echo "out=$(cat err)"; fi
+else
+  echo "out=not tried: a route exists"
+fi
+bash -c 'exec 3<>/dev/tcp/127.0.0.1/9' 2>err; echo "lo=$(cat err)"
+"#;
+
+fn check_network(user: Option<u32>) {
+    if Command::new("bash").arg("-c").arg("true").status().is_err() {
+        eprintln!("skipped: the network probe needs bash (/dev/tcp)");
+        return;
+    }
+    let layout = Layout::new();
+    if user.is_some() {
+        layout.open_to_all();
+    }
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let script = format!("PORT={port}\n{NETWORK}");
+    let out = exec(
+        &layout.spec(Network::None),
+        &layout.checkout,
+        &layout.home,
+        &script,
+        user,
+    );
+    assert!(out.status.success(), "{}", all(&out));
+    assert!(
+        probe(&out, "host").contains("Connection refused"),
+        "the host's listener must be out of reach: {}",
+        all(&out)
+    );
+    match listener.accept() {
+        Err(e) if e.kind() == ErrorKind::WouldBlock => {}
+        other => panic!("the host listener was reached: {other:?}"),
+    }
+    assert_eq!(probe(&out, "routes"), "0", "{}", all(&out));
+    assert!(
+        probe(&out, "out").contains("Network is unreachable"),
+        "{}",
+        all(&out)
+    );
+    // Loopback inside the namespace is up (refused, not unreachable).
+    assert!(
+        probe(&out, "lo").contains("Connection refused"),
+        "{}",
+        all(&out)
+    );
+    let held = layout.held();
+    assert_eq!(held.level(), "landlock+netns", "{held:?}");
+}
+
+#[test]
+fn a_check_in_the_network_namespace_reaches_nothing_outside() {
+    check_network(None);
+}
+
+#[test]
+fn an_unprivileged_check_gets_the_namespace_through_a_user_namespace() {
+    if !nix::unistd::getuid().is_root() {
+        return;
+    }
+    check_network(Some(65534));
+}
+
+#[test]
+fn the_agent_runs_in_its_own_session_and_cannot_signal_outside() {
+    let layout = Layout::new();
+    // A process in a group of its own, standing in for the engine's and the supervisor's group.
+    let mut sentinel = Command::new("sleep")
+        .arg("600")
+        .process_group(0)
+        .spawn()
+        .unwrap();
+    let group = sentinel.id();
+    let script = format!(
+        r#"
+echo "sid=$(cut -d' ' -f6 /proc/$$/stat)"
+echo "pgid=$(cut -d' ' -f5 /proc/$$/stat)"
+echo "pid=$$"
+if kill -KILL -{group} 2>err; then echo "group=killed"; else echo "group=$(cat err)"; fi
+if kill -KILL $PPID 2>err; then echo "parent=killed"; else echo "parent=$(cat err)"; fi
+"#
+    );
+    let out = exec(
+        &layout.spec(Network::Host),
+        &layout.checkout,
+        &layout.home,
+        &script,
+        None,
+    );
+    let alive = sentinel.try_wait().unwrap().is_none();
+    let _ = sentinel.kill();
+    let _ = sentinel.wait();
+    assert!(out.status.success(), "{}", all(&out));
+    assert!(alive, "the agent killed a group outside its sandbox");
+    assert!(
+        probe(&out, "group").contains("not permitted"),
+        "{}",
+        all(&out)
+    );
+    assert!(
+        probe(&out, "parent").contains("not permitted"),
+        "{}",
+        all(&out)
+    );
+    let pid = probe(&out, "pid");
+    assert_eq!(probe(&out, "sid"), pid, "the agent leads its own session");
+    assert_eq!(probe(&out, "pgid"), pid, "and its own process group");
+    let ours = nix::unistd::getsid(None).unwrap().as_raw().to_string();
+    assert_ne!(probe(&out, "sid"), ours);
+}
+
+#[test]
+fn the_helper_relays_the_exit_and_stops_the_target_on_sigterm() {
+    let layout = Layout::new();
+    let out = exec(
+        &layout.spec(Network::Host),
+        &layout.checkout,
+        &layout.home,
+        "exit 7",
+        None,
+    );
+    assert_eq!(out.status.code(), Some(7), "{}", all(&out));
+    // SIGTERM to the helper's group (what the session does) reaches the target in its session.
+    let ready = layout.checkout.join("ready");
+    nix::unistd::mkfifo(&ready, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+    let mut child = Command::new(BIN)
+        .args(["__exec", "--spec"])
+        .arg(serde_json::to_string(&layout.spec(Network::Host)).unwrap())
+        .args([
+            "--",
+            "sh",
+            "-c",
+            "trap 'echo got-term; exit 3' TERM; echo up > ready; while :; do sleep 1; done",
+        ])
+        .current_dir(&layout.checkout)
+        .stdout(Stdio::piped())
+        .process_group(0)
+        .spawn()
+        .unwrap();
+    // The handshake: the target has its trap set once it writes to the FIFO.
+    assert_eq!(std::fs::read_to_string(&ready).unwrap(), "up\n");
+    let pgid = nix::unistd::Pid::from_raw(child.id() as i32);
+    nix::sys::signal::killpg(pgid, nix::sys::signal::Signal::SIGTERM).unwrap();
+    let status = child.wait().unwrap();
+    let mut text = String::new();
+    std::io::Read::read_to_string(&mut child.stdout.take().unwrap(), &mut text).unwrap();
+    assert_eq!(status.code(), Some(3), "{text}");
+    assert!(text.contains("got-term"), "{text}");
+}
