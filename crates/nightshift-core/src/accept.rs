@@ -370,7 +370,13 @@ fn check_merged(
             .clone()
             .or_else(|| opts.config.check.command.clone())
             .unwrap_or_else(|| "false".into());
-        let env = crate::engine::check_env(run_id, &item.id, att.attempt, att.iteration);
+        let mut env = opts.config.worktree_env(ws.root());
+        env.extend(crate::engine::check_env(
+            run_id,
+            &item.id,
+            att.attempt,
+            att.iteration,
+        ));
         let green = crate::check::run(
             &command,
             path.clone(),

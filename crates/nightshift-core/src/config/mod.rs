@@ -90,6 +90,10 @@ pub struct Config {
     /// Files and directories (usually gitignored) copied from the repository root into every
     /// attempt's worktree (`[worktree] seed`).
     pub seed: Vec<PathBuf>,
+    /// Environment variables for every agent session and check of an attempt (`[worktree] env`),
+    /// as written: `{repo}` in a value stands for the repository root (see
+    /// [`Config::worktree_env`]).
+    pub worktree_env: Vec<(String, String)>,
     pub integrate: IntegrateConfig,
     /// Integrity rules (`[guards]`).
     pub guards: GuardConfig,
@@ -431,6 +435,16 @@ pub struct ItemConfig {
 }
 
 impl Config {
+    /// `[worktree] env` for the repository at `root`: `{repo}` in a value is replaced by the
+    /// root's path, so one cache serves every attempt's worktree.
+    pub fn worktree_env(&self, root: &Path) -> Vec<(String, String)> {
+        let repo = root.display().to_string();
+        self.worktree_env
+            .iter()
+            .map(|(name, value)| (name.clone(), value.replace("{repo}", &repo)))
+            .collect()
+    }
+
     /// The check command line for an item: its own, else `[check].command`.
     pub fn check_command<'a>(&'a self, item_check: Option<&'a str>) -> Option<&'a str> {
         item_check.or(self.check.command.as_deref())

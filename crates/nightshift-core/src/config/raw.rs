@@ -111,6 +111,7 @@ struct RawTriage {
 #[serde(deny_unknown_fields)]
 struct RawWorktree {
     seed: Option<Vec<Spanned<String>>>,
+    env: Option<std::collections::BTreeMap<Spanned<String>, Spanned<String>>>,
 }
 
 #[derive(Deserialize)]
@@ -293,6 +294,7 @@ impl Ctx<'_> {
         let (limits, session, mut budget) = self.limits(raw.limits)?;
         let gates = self.gates(raw.gates, &mut budget, budget_mode_span)?;
         let integrate = self.integrate(raw.integrate)?;
+        let worktree_env = self.worktree_env(raw.worktree.as_ref().and_then(|w| w.env.clone()))?;
         let seed = self.seed(raw.worktree)?;
         let guards = self.guards(raw.guards)?;
         let notify = self.notify(raw.notify)?;
@@ -359,6 +361,7 @@ impl Ctx<'_> {
             budget,
             gates,
             seed,
+            worktree_env,
             integrate,
             guards,
             run: super::RunConfig {
@@ -1035,6 +1038,52 @@ impl Ctx<'_> {
             };
         }
         Ok(crate::gate::Gates::new(modes, file))
+    }
+
+    /// `[worktree] env`: variables for every agent session and check of an attempt (a shared
+    /// build cache: `CARGO_TARGET_DIR = "{repo}/.nightshift/cargo-target"`). Names are
+    /// environment names, never nightshift's own `NIGHTSHIFT_*`.
+    fn worktree_env(
+        &self,
+        raw: Option<std::collections::BTreeMap<Spanned<String>, Spanned<String>>>,
+    ) -> Result<Vec<(String, String)>, Box<SourceError>> {
+        let mut env = Vec::new();
+        for (name, value) in raw.unwrap_or_default() {
+            let n = name.get_ref();
+            let valid = !n.is_empty()
+                && !n.starts_with(|c: char| c.is_ascii_digit())
+                && n.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+            if !valid {
+                return Err(self
+                    .error(
+                        name.span(),
+                        format!("`{n}` in [worktree] env is not a variable name"),
+                    )
+                    .with_help(
+                        "letters, digits and `_`, not starting with a digit: `CARGO_TARGET_DIR`",
+                    )
+                    .into());
+            }
+            if n.starts_with("NIGHTSHIFT_") {
+                return Err(self
+                    .error(
+                        name.span(),
+                        format!("`{n}` in [worktree] env is nightshift's own variable"),
+                    )
+                    .with_help("nightshift sets the NIGHTSHIFT_* variables itself; remove it")
+                    .into());
+            }
+            if value.get_ref().contains('\0') {
+                return Err(self
+                    .error(
+                        value.span(),
+                        format!("the value of `{n}` in [worktree] env contains a NUL byte"),
+                    )
+                    .into());
+            }
+            env.push((name.into_inner(), value.into_inner()));
+        }
+        Ok(env)
     }
 
     /// `[worktree] seed`: relative paths inside the repository, never the root itself.

@@ -89,6 +89,7 @@ fn full_example_parses_with_its_values() -> TestResult {
             budget: BudgetLimits::default(),
             gates: crate::gate::Gates::default(),
             seed: Vec::new(),
+            worktree_env: Vec::new(),
             integrate: IntegrateConfig {
                 target: Some("main".into()),
                 ..IntegrateConfig::default()
@@ -1079,6 +1080,42 @@ fn a_config_path_through_a_symlink_out_of_the_repository_is_refused() -> TestRes
         format!("{HEAD}results = \"inside-link/new/junit.xml\"\n{item}"),
     )?;
     assert!(load(&file)?.check.results.is_some());
+    Ok(())
+}
+
+#[test]
+fn worktree_env_is_read_with_repo_expanded_and_bad_names_are_located() -> TestResult {
+    let item = "[[item]]\nid = \"a\"\nprompt = \"p\"\n";
+    let config = parse(
+        &format!(
+            "{HEAD}[worktree]\nenv = {{ CARGO_TARGET_DIR = \"{{repo}}/.nightshift/cargo-target\", RUSTFLAGS = \"\" }}\n{item}"
+        ),
+        "nightshift.toml",
+    )?;
+    assert_eq!(
+        config.worktree_env(Path::new("/src/app")),
+        [
+            (
+                "CARGO_TARGET_DIR".to_owned(),
+                "/src/app/.nightshift/cargo-target".to_owned()
+            ),
+            ("RUSTFLAGS".to_owned(), String::new()),
+        ]
+    );
+    assert_error(
+        &format!("{HEAD}[worktree]\nenv = {{ \"A-B\" = \"x\" }}\n{item}"),
+        (6, 9),
+        "\"A-B\"",
+        "is not a variable name",
+        "letters, digits",
+    );
+    assert_error(
+        &format!("{HEAD}[worktree]\nenv = {{ NIGHTSHIFT_ITEM = \"x\" }}\n{item}"),
+        (6, 9),
+        "NIGHTSHIFT_ITEM",
+        "nightshift's own variable",
+        "remove it",
+    );
     Ok(())
 }
 

@@ -733,7 +733,10 @@ fn check_findings(
         total,
         what: "the check at HEAD",
     });
-    let base = probe::perturbation(Dimension::Baseline, 0, &mut rng, None);
+    // The attempts' environment (`[worktree] env`, e.g. a shared build cache) for every run.
+    let extra = config.worktree_env(ws.root());
+    let mut base = probe::perturbation(Dimension::Baseline, 0, &mut rng, None);
+    base.env.extend(extra.iter().cloned());
     let first = match probe::run_once(
         command,
         scratch.tree(),
@@ -819,7 +822,8 @@ fn check_findings(
             total,
             what: &what,
         });
-        let p = probe::perturbation(dim, u64::from(i), &mut rng, None);
+        let mut p = probe::perturbation(dim, u64::from(i), &mut rng, None);
+        p.env.extend(extra.iter().cloned());
         match probe::run_once(
             command,
             scratch.tree(),
@@ -886,6 +890,7 @@ fn check_findings(
         timeout,
         &head,
         runs,
+        &extra,
         &mut run_progress,
     ));
     out
@@ -906,6 +911,7 @@ fn adequacy(
     timeout: Duration,
     head: &HeadRun,
     runs_before: u32,
+    extra_env: &[(String, String)],
     progress: &mut dyn FnMut(u32, u32, &str),
 ) -> Finding {
     const NAME: &str = "adequacy";
@@ -948,7 +954,8 @@ fn adequacy(
         );
     }
     let mut tried = Vec::new();
-    let base = probe::perturbation(Dimension::Baseline, 0, &mut Rng::new(0), None);
+    let mut base = probe::perturbation(Dimension::Baseline, 0, &mut Rng::new(0), None);
+    base.env.extend(extra_env.iter().cloned());
     let total = runs_before + files.len() as u32;
     for (i, file) in files.iter().enumerate() {
         progress(

@@ -1163,7 +1163,8 @@ impl Engine<'_> {
     }
 
     pub(super) fn item_env(&self, att: &AttemptRow, iteration: u32) -> Vec<(String, String)> {
-        let mut env = check_env(&self.run_id(), &att.item, att.attempt, iteration);
+        let mut env = self.config.worktree_env(self.ws.root());
+        env.extend(check_env(&self.run_id(), &att.item, att.attempt, iteration));
         env.push((
             "NIGHTSHIFT_OPERATOR_FILE".into(),
             self.operator_file(att).display().to_string(),

@@ -670,3 +670,31 @@ fn integration_strategies_squash_merge_and_rebase() {
         "linear"
     );
 }
+
+#[test]
+fn worktree_env_reaches_every_session_and_check_of_an_attempt() {
+    let repo = Repo::new(&[
+        ("README.md", "a project\n"),
+        (
+            "check.sh",
+            "#!/bin/sh\n[ -n \"$SHARED_CACHE\" ] || { echo 'FAIL: no SHARED_CACHE'; exit 1; }\n[ \"$(cat done/$1 2>/dev/null)\" = ok ] || exit 1\n",
+        ),
+    ]);
+    let agent = "mkdir -p done; echo ok > done/w; printf %s \\\"$SHARED_CACHE\\\" > done/env";
+    let config = plan(&repo, &["w"], 1, 1).replacen(
+        &repo.agent_table(),
+        &format!(
+            "[agent]\nkind = \"command\"\ncommand = [\"sh\", \"-c\", \"{agent}\"]\n\n[worktree]\nenv = {{ SHARED_CACHE = \"{{repo}}/.nightshift/cache\" }}\n"
+        ),
+        1,
+    );
+    repo.configure(&config);
+    let out = repo.run(&["run"]);
+    assert_eq!(out.status.code(), Some(10), "{}", text(&out));
+    assert_eq!(repo.shipped_items(), ["w"]);
+    let seen = repo.git(&["show", "main:done/env"]);
+    assert!(
+        seen.starts_with('/') && seen.ends_with("/.nightshift/cache"),
+        "the agent saw {seen:?}"
+    );
+}
