@@ -67,6 +67,9 @@ pub enum Command {
     /// The morning report: what shipped, what did not and why, what it cost, what needs you,
     /// and whether it verifies — from the store and the receipts only.
     Report(ReportArgs),
+    /// Say something to an item's agent: journaled with who and when, and given to its next
+    /// session in the prompt.
+    Tell(TellArgs),
 }
 
 /// Where to find the repository.
@@ -402,4 +405,17 @@ pub struct ReportArgs {
     /// The public key receipts are verified with. Default: `.nightshift/receipts.pub`.
     #[arg(long, value_name = "PUB")]
     pub key: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct TellArgs {
+    #[command(flatten)]
+    pub repo: RepoArgs,
+    /// The item whose sessions should hear it.
+    pub item: String,
+    /// What to say.
+    pub message: String,
+    /// Who says it. Default: $USER.
+    #[arg(long, value_name = "NAME")]
+    pub from: Option<String>,
 }

@@ -62,6 +62,7 @@ fn main() -> ExitCode {
         Command::Accept(args) => commands::accept::run(&args),
         Command::Confirm(args) => commands::confirm::run(&args),
         Command::Report(args) => commands::report::run(&args),
+        Command::Tell(args) => commands::tell::run(&args),
     };
     match result {
         Ok(code) => exit(code),

@@ -20,6 +20,7 @@ pub mod run;
 pub mod service;
 pub mod status;
 pub mod stop;
+pub mod tell;
 pub mod testclock;
 pub mod wait;
 

@@ -28,3 +28,4 @@ mod restore;
 mod review;
 mod sessions;
 mod supervise;
+mod tell;
