@@ -70,6 +70,10 @@ pub enum Command {
     /// Say something to an item's agent: journaled with who and when, and given to its next
     /// session in the prompt.
     Tell(TellArgs),
+    /// Print a shell completion script: `nightshift completions bash > ~/.local/share/bash-completion/completions/nightshift`.
+    Completions(CompletionsArgs),
+    /// Print the man page (roff): `nightshift man > ~/.local/share/man/man1/nightshift.1`.
+    Man,
 }
 
 /// Where to find the repository.
@@ -418,4 +422,11 @@ pub struct TellArgs {
     /// Who says it. Default: $USER.
     #[arg(long, value_name = "NAME")]
     pub from: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell to complete for.
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
 }

@@ -63,6 +63,8 @@ fn main() -> ExitCode {
         Command::Confirm(args) => commands::confirm::run(&args),
         Command::Report(args) => commands::report::run(&args),
         Command::Tell(args) => commands::tell::run(&args),
+        Command::Completions(args) => commands::completions::completions(&args),
+        Command::Man => commands::completions::man(),
     };
     match result {
         Ok(code) => exit(code),

@@ -2,6 +2,7 @@
 
 pub mod accept;
 pub mod clean;
+pub mod completions;
 pub mod confirm;
 pub mod demo;
 pub mod doctor;
