@@ -70,6 +70,9 @@ pub enum Command {
     /// Say something to an item's agent: journaled with who and when, and given to its next
     /// session in the prompt.
     Tell(TellArgs),
+    /// Watch an item's agent sessions as they work, rendered readably (tool calls, edits, text,
+    /// results); follows across iterations until its attempt ends.
+    Attach(AttachArgs),
     /// Print a shell completion script: `nightshift completions bash > ~/.local/share/bash-completion/completions/nightshift`.
     Completions(CompletionsArgs),
     /// Print the man page (roff): `nightshift man > ~/.local/share/man/man1/nightshift.1`.
@@ -429,4 +432,18 @@ pub struct CompletionsArgs {
     /// The shell to complete for.
     #[arg(value_enum)]
     pub shell: clap_complete::Shell,
+}
+
+#[derive(Debug, Args)]
+pub struct AttachArgs {
+    #[command(flatten)]
+    pub repo: RepoArgs,
+    /// The item to watch.
+    pub item: String,
+    /// The CLI's own lines, as it wrote them.
+    #[arg(long)]
+    pub raw: bool,
+    /// Print what is there and return, instead of following the live session.
+    #[arg(long)]
+    pub no_follow: bool,
 }

@@ -63,6 +63,7 @@ fn main() -> ExitCode {
         Command::Confirm(args) => commands::confirm::run(&args),
         Command::Report(args) => commands::report::run(&args),
         Command::Tell(args) => commands::tell::run(&args),
+        Command::Attach(args) => commands::attach::run(&args),
         Command::Completions(args) => commands::completions::completions(&args),
         Command::Man => commands::completions::man(),
     };

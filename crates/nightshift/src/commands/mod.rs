@@ -1,6 +1,7 @@
 //! One module per command.
 
 pub mod accept;
+pub mod attach;
 pub mod clean;
 pub mod completions;
 pub mod confirm;

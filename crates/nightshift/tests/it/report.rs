@@ -532,6 +532,9 @@ fn completions_and_the_man_page_come_from_the_command_line() {
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     let page = String::from_utf8_lossy(&out.stdout);
     assert!(page.contains(".TH nightshift 1"), "{page}");
-    assert!(page.contains("report") && page.contains("morning report"), "{page}");
+    assert!(
+        page.contains("report") && page.contains("morning report"),
+        "{page}"
+    );
     assert!(!page.contains("__deliver"), "hidden commands stay hidden");
 }
