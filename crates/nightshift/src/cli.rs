@@ -67,6 +67,16 @@ pub enum Command {
     /// The morning report: what shipped, what did not and why, what it cost, what needs you,
     /// and whether it verifies — from the store and the receipts only.
     Report(ReportArgs),
+    /// Say something to an item's agent: journaled with who and when, and given to its next
+    /// session in the prompt.
+    Tell(TellArgs),
+    /// Watch an item's agent sessions as they work, rendered readably (tool calls, edits, text,
+    /// results); follows across iterations until its attempt ends.
+    Attach(AttachArgs),
+    /// Print a shell completion script: `nightshift completions bash > ~/.local/share/bash-completion/completions/nightshift`.
+    Completions(CompletionsArgs),
+    /// Print the man page (roff): `nightshift man > ~/.local/share/man/man1/nightshift.1`.
+    Man,
 }
 
 /// Where to find the repository.
@@ -411,6 +421,40 @@ pub struct ReportArgs {
     /// The public key receipts are verified with. Default: `.nightshift/receipts.pub`.
     #[arg(long, value_name = "PUB")]
     pub key: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct TellArgs {
+    #[command(flatten)]
+    pub repo: RepoArgs,
+    /// The item whose sessions should hear it.
+    pub item: String,
+    /// What to say.
+    pub message: String,
+    /// Who says it. Default: $USER.
+    #[arg(long, value_name = "NAME")]
+    pub from: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell to complete for.
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
+}
+
+#[derive(Debug, Args)]
+pub struct AttachArgs {
+    #[command(flatten)]
+    pub repo: RepoArgs,
+    /// The item to watch.
+    pub item: String,
+    /// The CLI's own lines, as it wrote them.
+    #[arg(long)]
+    pub raw: bool,
+    /// Print what is there and return, instead of following the live session.
+    #[arg(long)]
+    pub no_follow: bool,
 }
 
 // Value parsers. Negative numbers are let through to them (`allow_negative_numbers`; durations and

@@ -80,6 +80,10 @@ fn main() -> ExitCode {
         Command::Accept(args) => commands::accept::run(&args),
         Command::Confirm(args) => commands::confirm::run(&args),
         Command::Report(args) => commands::report::run(&args),
+        Command::Tell(args) => commands::tell::run(&args),
+        Command::Attach(args) => commands::attach::run(&args),
+        Command::Completions(args) => commands::completions::completions(&args),
+        Command::Man => commands::completions::man(),
     };
     let code = match result {
         Ok(code) => code,

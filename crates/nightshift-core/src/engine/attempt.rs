@@ -279,6 +279,13 @@ impl Engine<'_> {
             conflict: conflict.as_ref(),
         });
         text.push_str(review_note.as_deref().unwrap_or_default());
+        // What operators told the item since its last session (`nightshift tell`).
+        let told_run = self.run_id();
+        text.push_str(&prompt::operator_note(&prompt::told(
+            &self.store,
+            &told_run,
+            &att.item,
+        )?));
         let prompt_file = logs.join(format!("{stem}.prompt.md"));
         std::fs::write(&prompt_file, &text).map_err(io_err(&prompt_file))?;
         let mut env = self.item_env(att, iteration);

@@ -53,3 +53,52 @@ pub(super) fn compose(input: &PromptInput<'_>) -> String {
     }
     text
 }
+
+/// An operator's message (`nightshift tell`) not yet given to a session.
+pub(super) struct Told {
+    pub who: String,
+    pub at: String,
+    pub text: String,
+}
+
+/// The messages told to `item` in `run_id` since its last session started (all of them before
+/// its first): what the next session's prompt carries. Read from the journal, so a message is
+/// delivered once, to the first session that starts after it, crash or not.
+pub(super) fn told(
+    store: &crate::store::Store,
+    run_id: &str,
+    item: &str,
+) -> Result<Vec<Told>, crate::store::StoreError> {
+    use crate::store::EventKind;
+    let mut pending = Vec::new();
+    for event in store.run_events(run_id, &["operator_message", "session_started"])? {
+        match event.kind {
+            EventKind::SessionStarted { item: ref i, .. } if i == item => pending.clear(),
+            EventKind::OperatorMessage {
+                item: ref i,
+                who,
+                text,
+            } if i == item => pending.push(Told {
+                who,
+                at: event.at,
+                text,
+            }),
+            _ => {}
+        }
+    }
+    Ok(pending)
+}
+
+/// The prompt section for operator messages (empty when there are none).
+pub(super) fn operator_note(told: &[Told]) -> String {
+    if told.is_empty() {
+        return String::new();
+    }
+    let mut text = String::from(
+        "\n## From the operator\n\nA person watching this run sent you these messages while you worked (oldest first). Take them into account; they do not change the check.\n\n",
+    );
+    for t in told {
+        text.push_str(&format!("- {} at {}: {}\n", t.who, t.at, t.text.trim()));
+    }
+    text
+}

@@ -1,7 +1,9 @@
 //! One module per command.
 
 pub mod accept;
+pub mod attach;
 pub mod clean;
+pub mod completions;
 pub mod confirm;
 pub mod demo;
 pub mod doctor;
@@ -20,6 +22,7 @@ pub mod run;
 pub mod service;
 pub mod status;
 pub mod stop;
+pub mod tell;
 pub mod testclock;
 pub mod wait;
 

@@ -33,3 +33,4 @@ mod review;
 mod sandbox;
 mod sessions;
 mod supervise;
+mod tell;

@@ -514,3 +514,27 @@ fn every_item_link_resolves_and_every_receipt_digest_in_the_page_replays() {
     }
     assert!(matched >= 1, "the shipped item's receipt replays to MATCH");
 }
+
+#[test]
+fn completions_and_the_man_page_come_from_the_command_line() {
+    let repo = Repo::new(&project());
+    for shell in ["bash", "zsh", "fish"] {
+        let out = repo.run(&["completions", shell]);
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+        let script = String::from_utf8_lossy(&out.stdout);
+        for sub in ["report", "tell", "replay"] {
+            assert!(script.contains(sub), "{shell} completes {sub}");
+        }
+    }
+    let out = repo.run(&["completions", "tcsh"]);
+    assert_eq!(out.status.code(), Some(20), "{}", text(&out));
+    let out = repo.run(&["man"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let page = String::from_utf8_lossy(&out.stdout);
+    assert!(page.contains(".TH nightshift 1"), "{page}");
+    assert!(
+        page.contains("report") && page.contains("morning report"),
+        "{page}"
+    );
+    assert!(!page.contains("__deliver"), "hidden commands stay hidden");
+}
