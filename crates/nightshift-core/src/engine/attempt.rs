@@ -307,7 +307,9 @@ impl Engine<'_> {
         })?;
         let worktree = PathBuf::from(&att.worktree);
         let spec = ProcessSpec {
-            argv,
+            argv: crate::sandbox::for_agent(self.config.agent.kind, &worktree, &log, &prompt_file)
+                .require(self.config.sandbox.require)
+                .wrap(argv),
             cwd: worktree.clone(),
             env,
             timeout: self.config.session.timeout,

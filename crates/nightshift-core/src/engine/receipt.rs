@@ -111,7 +111,7 @@ impl Engine<'_> {
             std::fs::create_dir_all(dir).map_err(io)?;
         }
         let tmp = path.with_extension("json.tmp");
-        std::fs::write(&tmp, text)
+        crate::sandbox::write_private(&tmp, text.as_bytes())
             .and_then(|()| std::fs::rename(&tmp, path))
             .map_err(io)
     }

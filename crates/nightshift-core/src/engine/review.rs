@@ -272,7 +272,9 @@ impl Engine<'_> {
             .timeout
             .unwrap_or(self.config.session.timeout);
         let spec = ProcessSpec {
-            argv,
+            argv: crate::sandbox::for_agent(r.agent.kind, &r.cwd, &log, &prompt_file)
+                .require(self.config.sandbox.require)
+                .wrap(argv),
             cwd: r.cwd.clone(),
             env,
             timeout,
