@@ -310,7 +310,10 @@ pub fn for_agent(
 /// The confinement of a check in `checkout` logging to `log`, with the network the run chose
 /// ([`set_check_network`]; the host's when none was chosen).
 pub fn for_check(checkout: &Path, log: &Path) -> Confinement {
-    let network = CHECK_NETWORK.get().copied().unwrap_or_default();
+    let network = CHECK_OVERRIDE
+        .with(std::cell::Cell::get)
+        .or_else(|| CHECK_NETWORK.get().copied())
+        .unwrap_or_default();
     let mut c = Confinement::check(checkout, &state_root_of(checkout), tmp_path(log), network)
         .status(status_path(log));
     c.spec.write.extend(extra_writes());
@@ -318,6 +321,18 @@ pub fn for_check(checkout: &Path, log: &Path) -> Confinement {
 }
 
 static CHECK_NETWORK: OnceLock<Network> = OnceLock::new();
+
+thread_local! {
+    static CHECK_OVERRIDE: std::cell::Cell<Option<Network>> = const { std::cell::Cell::new(None) };
+}
+
+/// Runs `f` with checks started on this thread getting `network` (doctor's hermeticity run).
+pub fn with_check_network<T>(network: Network, f: impl FnOnce() -> T) -> T {
+    let before = CHECK_OVERRIDE.with(|c| c.replace(Some(network)));
+    let out = f();
+    CHECK_OVERRIDE.with(|c| c.set(before));
+    out
+}
 
 /// Sets the network checks of this process get (the engine, at start, from [`policy`]).
 pub fn set_check_network(network: Network) {

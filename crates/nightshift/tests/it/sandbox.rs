@@ -546,3 +546,66 @@ fn a_run_confines_its_agent_and_check_and_redacts_the_logs() {
         "{held:?}"
     );
 }
+
+#[test]
+fn doctor_refuses_a_check_that_is_green_only_with_the_host_network() {
+    if Command::new("bash").arg("-c").arg("true").status().is_err() {
+        eprintln!("skipped: the network probe needs bash (/dev/tcp)");
+        return;
+    }
+    // The check needs a server on the host's loopback: reachable with the host network only.
+    // The kernel completes the handshakes from the backlog; nothing needs to accept.
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let repo = crate::harness::Repo::new(&[(
+        "check.sh",
+        &*format!("#!/bin/sh\nbash -c 'exec 3<>/dev/tcp/127.0.0.1/{port}' || exit 1\n"),
+    )]);
+    let item = "\n[[item]]\nid = \"a\"\nprompt = \"p\"\n";
+    let doctor = |network: &str| {
+        repo.configure(&format!(
+            "{}\n[check]\ncommand = \"sh check.sh\"\n{network}{item}",
+            repo.agent_table()
+        ));
+        let out = repo
+            .cmd(&["doctor", "--json", "--runs", "1"])
+            .env_remove("NIGHTSHIFT_SANDBOX")
+            .output()
+            .unwrap();
+        let json: serde_json::Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("{e}: {}", crate::harness::text(&out)));
+        (out.status.code(), json)
+    };
+    let (code, json) = doctor("");
+    let findings = json["findings"].as_array().unwrap();
+    let runs = findings.iter().find(|f| f["name"] == "check_runs").unwrap();
+    assert_eq!(runs["status"], "ok", "green with the host network: {json}");
+    let hermetic = findings
+        .iter()
+        .find(|f| f["name"] == "hermetic")
+        .unwrap_or_else(|| panic!("no hermetic finding: {json}"));
+    assert_eq!(hermetic["status"], "fail", "{hermetic}");
+    assert_eq!(hermetic["halt"], "check_not_hermetic", "{hermetic}");
+    assert!(
+        hermetic["detail"]
+            .as_str()
+            .unwrap()
+            .contains("green with the host network and red without it"),
+        "{hermetic}"
+    );
+    assert!(
+        hermetic["action"]
+            .as_str()
+            .unwrap()
+            .contains("network = \"host\""),
+        "{hermetic}"
+    );
+    assert_eq!(json["halt_reason"], "check_not_hermetic", "{json}");
+    assert_ne!(code, Some(0));
+    // Opting out with the key the message names: no hermeticity finding, no refusal from it.
+    let (_, json) = doctor("network = \"host\"\n");
+    let findings = json["findings"].as_array().unwrap();
+    assert!(findings.iter().all(|f| f["name"] != "hermetic"), "{json}");
+    assert_ne!(json["halt_reason"], "check_not_hermetic", "{json}");
+    drop(listener);
+}
