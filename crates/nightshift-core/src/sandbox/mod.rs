@@ -353,6 +353,16 @@ pub fn configure_checks(root: &Path, config: &crate::config::Config) -> Network 
     probed
 }
 
+/// The level recorded for the process that logged to `log`, for its receipt; `None` when it ran
+/// without the helper (no status file).
+pub fn recorded(log: &Path) -> Option<String> {
+    let bytes = std::fs::read(status_path(log)).ok()?;
+    Some(serde_json::from_slice::<Held>(&bytes).map_or_else(
+        |_| "none (the status file is not readable JSON)".into(),
+        |h| h.to_string(),
+    ))
+}
+
 /// Reads a status file written by `__exec`; a missing or unreadable one means `none`.
 pub fn read_status(path: &Path) -> Held {
     if turned_off() {

@@ -545,6 +545,32 @@ fn a_run_confines_its_agent_and_check_and_redacts_the_logs() {
         held.iter().any(|h| h.level() == "landlock+netns"),
         "{held:?}"
     );
+    // And the receipt says so, per session and per check.
+    let mut receipts = Vec::new();
+    files_named(
+        &repo.root.join(".nightshift/receipts"),
+        ".json",
+        &mut receipts,
+    );
+    let receipt: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&receipts[0]).unwrap()).unwrap();
+    assert_eq!(
+        std::fs::metadata(&receipts[0])
+            .unwrap()
+            .permissions()
+            .mode()
+            & 0o777,
+        0o600
+    );
+    let iteration = &receipt["receipt"]["iterations"][0];
+    assert_eq!(
+        iteration["sessions"][0]["confinement"], "landlock",
+        "{receipt}"
+    );
+    assert_eq!(
+        iteration["checks"][0]["confinement"], "landlock+netns",
+        "{receipt}"
+    );
 }
 
 #[test]
