@@ -55,7 +55,7 @@ impl Workspace {
     /// Creates the directories a run writes into.
     pub fn create_dirs(&self) -> std::io::Result<()> {
         std::fs::create_dir_all(self.worktrees())?;
-        std::fs::create_dir_all(self.dir().join("logs"))
+        crate::sandbox::create_private_dir(&self.dir().join("logs"))
     }
 
     /// Whether `path` lies inside the worktrees directory (the only place nightshift deletes

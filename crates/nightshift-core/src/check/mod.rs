@@ -39,7 +39,11 @@ pub fn run(
         // `Running …` lines) and its test binaries' stdout interleave in whatever order the
         // reader happens to see them, and results are read by that order. `exec 2>&1` keeps
         // the order the processes wrote in.
-        argv: vec!["sh".into(), "-c".into(), format!("exec 2>&1\n{command}")],
+        argv: crate::sandbox::for_check(&cwd, &log).wrap(vec![
+            "sh".into(),
+            "-c".into(),
+            format!("exec 2>&1\n{command}"),
+        ]),
         cwd,
         env,
         timeout,

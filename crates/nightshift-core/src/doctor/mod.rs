@@ -893,7 +893,57 @@ fn check_findings(
         &extra,
         &mut run_progress,
     ));
+
+    // 4. Hermeticity: green with the host network must stay green without it.
+    if green_at_head && let Some(f) = hermetic(ws, config, &scratch, command, timeout, &base) {
+        out.push(f);
+    }
     out
+}
+
+/// `hermetic`: where checks get no network (`[check] network`, default `none` where the kernel
+/// allows), a check green with the host's network is run once without it; red there refuses
+/// the run as `check_not_hermetic`.
+fn hermetic(
+    ws: &Workspace,
+    config: &Config,
+    scratch: &Scratch,
+    command: &str,
+    timeout: Duration,
+    base: &probe::Perturbation,
+) -> Option<Finding> {
+    use crate::sandbox::{self, Network, policy};
+    const NAME: &str = "hermetic";
+    // Only where a namespace can be had: elsewhere the `confinement` finding says so.
+    if config.check.network == Some(Network::Host)
+        || !sandbox::survey(ws.root(), config).check.netns
+    {
+        return None;
+    }
+    let offline = sandbox::with_check_network(Network::None, || {
+        probe::run_once(
+            command,
+            scratch.tree(),
+            timeout,
+            base,
+            scratch.logs().join("run-offline.log"),
+        )
+    });
+    let green = offline.as_ref().is_ok_and(|(v, _)| v.green);
+    Some(match policy::hermetic(Network::None, green, || true) {
+        policy::Hermetic::NotHermetic => Finding::fail(
+            NAME,
+            GateClass::Product,
+            HaltReason::CheckNotHermetic,
+            policy::NOT_HERMETIC,
+            policy::NOT_HERMETIC_HELP,
+        ),
+        _ => Finding::ok(
+            NAME,
+            GateClass::Product,
+            "the check is green without a network too ([check] network = \"none\")",
+        ),
+    })
 }
 
 /// What the first check run at HEAD showed, for adequacy.

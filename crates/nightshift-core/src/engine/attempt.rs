@@ -352,6 +352,7 @@ impl Engine<'_> {
             kill_grace: self.config.session.kill_grace,
             log,
             tail_bytes: AGENT_TAIL,
+            sandbox_require: self.config.sandbox.require,
         });
         let budget = self.session_budget(item)?;
         let agent = self.config.agent.clone();

@@ -23,6 +23,8 @@ pub(super) struct SessionSetup<'a> {
     pub kill_grace: Duration,
     pub log: PathBuf,
     pub tail_bytes: usize,
+    /// `[sandbox] require`: refuse to run the agent unconfined.
+    pub sandbox_require: bool,
 }
 
 /// The process spec of a session.
@@ -35,8 +37,12 @@ pub(super) fn spec(s: SessionSetup<'_>) -> ProcessSpec {
     });
     let mut env = s.env;
     env.extend(launch.env);
+    // Confined by the session helper (`nightshift __exec`) where the kernel allows.
+    let argv = crate::sandbox::for_agent(s.agent.kind, &s.cwd, &s.log, s.prompt_file)
+        .require(s.sandbox_require)
+        .wrap(launch.argv);
     ProcessSpec {
-        argv: launch.argv,
+        argv,
         cwd: s.cwd,
         env,
         env_allow: launch.env_allow,

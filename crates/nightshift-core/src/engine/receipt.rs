@@ -111,7 +111,7 @@ impl Engine<'_> {
             std::fs::create_dir_all(dir).map_err(io)?;
         }
         let tmp = path.with_extension("json.tmp");
-        std::fs::write(&tmp, text)
+        crate::sandbox::write_private(&tmp, text.as_bytes())
             .and_then(|()| std::fs::rename(&tmp, path))
             .map_err(io)
     }
@@ -138,9 +138,11 @@ impl Engine<'_> {
         let mut trees: HashMap<String, Option<String>> = HashMap::new();
         let (mut work_commit, mut merged_commit) = (None::<String>, None::<String>);
         let (mut shipped_commit, mut reason, mut parked) = (None, None, false);
+        let mut session_log: Option<String> = None;
         for event in &events {
             match &event.kind {
                 EventKind::SessionStarted { log, .. } => {
+                    session_log = Some(log.clone());
                     for suffix in [".prompt.md", ".feedback.txt"] {
                         let file = log.replace(".agent.log", suffix);
                         if let Some(entry) = manifest_file(Path::new(&file), &self.ws.dir()) {
@@ -171,6 +173,9 @@ impl Engine<'_> {
                                 turns: s.turns,
                             }),
                             cost_usd: spend.and_then(|s| s.cost_usd),
+                            confinement: session_log
+                                .as_deref()
+                                .and_then(|l| crate::sandbox::recorded(Path::new(l))),
                         });
                 }
                 EventKind::Committed { commit, .. } => work_commit = Some(commit.clone()),
@@ -219,6 +224,7 @@ impl Engine<'_> {
                             sha256: sha256_hex(&b),
                         }),
                         duration_ms: *duration_ms,
+                        confinement: crate::sandbox::recorded(Path::new(log)),
                     };
                     iteration_of(&mut iterations, *iteration)
                         .checks
@@ -642,6 +648,7 @@ mod tests {
             fingerprint: "f".repeat(64),
             log: None,
             duration_ms: 1,
+            confinement: None,
         }
     }
 

@@ -276,6 +276,7 @@ impl Engine<'_> {
             kill_grace: self.config.session.kill_grace,
             log: log.clone(),
             tail_bytes: 4096,
+            sandbox_require: self.config.sandbox.require,
         });
         let end = self.supervise_session(spec, r.agent, r.budget, r.item, r.attempt, None)?;
         if end.outcome == Outcome::SpawnFailed {

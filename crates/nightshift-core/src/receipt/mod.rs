@@ -147,6 +147,10 @@ pub struct SessionRecord {
     /// Token use as the agent's stream reported it; `None` when it reports none.
     pub tokens: Option<Tokens>,
     pub cost_usd: Option<f64>,
+    /// The confinement level that held (`landlock+netns`, `landlock`, `netns`, `none`, with why a
+    /// layer did not hold); absent when the process ran without the helper.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub confinement: Option<String>,
 }
 
 /// Token counts of one session.
@@ -187,6 +191,10 @@ pub struct CheckRecord {
     /// The whole output, as kept in the log.
     pub log: Option<ManifestEntry>,
     pub duration_ms: u64,
+    /// The confinement level that held (`landlock+netns`, `landlock`, `netns`, `none`, with why a
+    /// layer did not hold); absent when the process ran without the helper.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub confinement: Option<String>,
 }
 
 /// Spend summed over the attempt's sessions.

@@ -49,6 +49,7 @@ fn sample() -> Receipt {
                     turns: 1,
                 }),
                 cost_usd: Some(0.0125),
+                confinement: Some("landlock".into()),
             }],
             checks: vec![CheckRecord {
                 stage: CheckStage::Work,
@@ -65,6 +66,7 @@ fn sample() -> Receipt {
                 fingerprint: "e".repeat(64),
                 log: None,
                 duration_ms: 5,
+                confinement: None,
             }],
         }],
         spend: SpendTotals::default(),

@@ -15,10 +15,7 @@ const BASE: &[&str] = &[
     "TERM",
     "TZ",
     "TMPDIR",
-    "NIGHTSHIFT_RUN",
-    "NIGHTSHIFT_ITEM",
-    "NIGHTSHIFT_ATTEMPT",
-    "NIGHTSHIFT_ITERATION",
+    "NIGHTSHIFT_*",
     "CARGO_HOME",
     "RUSTUP_HOME",
     "RUSTUP_TOOLCHAIN",
@@ -71,12 +68,16 @@ pub fn env_allowlist(kind: Option<AgentKind>, extra: &[String]) -> Vec<String> {
         .collect()
 }
 
+/// Never passed, whatever the allowlist says: where the receipt signing key lives, test hooks.
+const NEVER: &[&str] = &["NIGHTSHIFT_DATA_DIR", "NIGHTSHIFT_FAILPOINT"];
+
 /// Whether `name` is kept by `allow`.
 pub fn keep_env(allow: &[String], name: &str) -> bool {
-    allow.iter().any(|pattern| match pattern.strip_suffix('*') {
-        Some(prefix) => name.starts_with(prefix),
-        None => name == pattern,
-    })
+    !NEVER.contains(&name)
+        && allow.iter().any(|pattern| match pattern.strip_suffix('*') {
+            Some(prefix) => name.starts_with(prefix),
+            None => name == pattern,
+        })
 }
 
 /// The names, present in this environment, that an agent of `kind` will get (for doctor).

@@ -118,7 +118,29 @@ fn child(
     }
     let mut write: Vec<PathBuf> = spec.write.clone();
     write.extend(make.into_iter().cloned());
-    match landlock(&spec.read, &spec.deny, &spec.read_also, &write) {
+    let mut read_also = spec.read_also.clone();
+    if spec.env_keep.is_some() {
+        // A session: the files the engine named for it (see READ_FROM_ENV, WRITE_FROM_ENV).
+        read_also.extend(
+            super::READ_FROM_ENV
+                .iter()
+                .filter_map(std::env::var_os)
+                .map(PathBuf::from),
+        );
+        for path in super::WRITE_FROM_ENV
+            .iter()
+            .filter_map(std::env::var_os)
+            .map(PathBuf::from)
+        {
+            let _ = std::fs::OpenOptions::new()
+                .append(true)
+                .create(true)
+                .mode(0o600)
+                .open(&path);
+            write.push(path);
+        }
+    }
+    match landlock(&spec.read, &spec.deny, &read_also, &write) {
         Ok(abi) => {
             held.landlock = true;
             held.landlock_abi = abi;

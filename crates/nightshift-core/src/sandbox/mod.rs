@@ -135,6 +135,18 @@ impl fmt::Display for Held {
 
 static HELPER: OnceLock<PathBuf> = OnceLock::new();
 
+/// `NIGHTSHIFT_SANDBOX=off` in the environment of `nightshift run` turns confinement off: agents
+/// and checks start unwrapped and the level is `none` (`[sandbox] require = true` then refuses).
+/// The integration tests' harness sets it for the fixtures that use the agent as a stand-in
+/// for a person or a crash (it edits the user's checkout, `kill -9`s the engine).
+pub const OFF_ENV: &str = "NIGHTSHIFT_SANDBOX";
+
+fn turned_off() -> bool {
+    std::env::var_os(OFF_ENV).is_some_and(|v| v == "off")
+}
+
+const OFF_REASON: &str = "confinement is turned off (NIGHTSHIFT_SANDBOX=off)";
+
 /// Registers the executable that answers `__exec` (the `nightshift` binary registers itself).
 pub fn set_helper(exe: PathBuf) {
     let _ = HELPER.set(exe);
@@ -187,10 +199,16 @@ impl Confinement {
 
     /// `[helper, "__exec", "--spec", <json>, "--", argv…]`, or `argv` unchanged when no helper
     /// is registered (the level is then `none`, and [`Confinement::held`] says why).
+    ///
+    /// A program that cannot be found is not wrapped either, so the spawn fails as it would
+    /// unconfined (`spawn_failed`, which halts the run) instead of as the helper's exit 127.
     pub fn wrap(&self, argv: Vec<String>) -> Vec<String> {
         let Some(helper) = helper() else {
             return argv;
         };
+        if turned_off() || !argv.first().is_some_and(|p| resolves(p)) {
+            return argv;
+        }
         let Ok(json) = serde_json::to_string(&self.spec) else {
             return argv;
         };
@@ -212,6 +230,33 @@ impl Confinement {
             None => Held::unconfined("no status file was asked for"),
         }
     }
+}
+
+/// Extra trees agents and checks may write, `:`-separated (a cache a toolchain needs, a test
+/// harness's handshake FIFOs).
+pub const WRITE_ENV: &str = "NIGHTSHIFT_SANDBOX_WRITE";
+
+fn extra_writes() -> Vec<PathBuf> {
+    std::env::var_os(WRITE_ENV)
+        .map(|v| {
+            std::env::split_paths(&v)
+                .filter(|p| p.is_absolute())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Whether `program` names an executable file (directly, or found on `PATH`).
+fn resolves(program: &str) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    let executable = |p: &Path| {
+        std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    };
+    if program.contains('/') {
+        return executable(Path::new(program));
+    }
+    std::env::var_os("PATH")
+        .is_some_and(|path| std::env::split_paths(&path).any(|dir| executable(&dir.join(program))))
 }
 
 /// Where the helper of the process logging to `log` writes its level.
@@ -258,18 +303,36 @@ pub fn for_agent(
         .read_also(prompt_file)
         .status(status_path(log));
     c.spec.env_keep = Some(env_allowlist(Some(kind), &[]));
+    c.spec.write.extend(extra_writes());
     c
 }
 
 /// The confinement of a check in `checkout` logging to `log`, with the network the run chose
 /// ([`set_check_network`]; the host's when none was chosen).
 pub fn for_check(checkout: &Path, log: &Path) -> Confinement {
-    let network = CHECK_NETWORK.get().copied().unwrap_or_default();
-    Confinement::check(checkout, &state_root_of(checkout), tmp_path(log), network)
-        .status(status_path(log))
+    let network = CHECK_OVERRIDE
+        .with(std::cell::Cell::get)
+        .or_else(|| CHECK_NETWORK.get().copied())
+        .unwrap_or_default();
+    let mut c = Confinement::check(checkout, &state_root_of(checkout), tmp_path(log), network)
+        .status(status_path(log));
+    c.spec.write.extend(extra_writes());
+    c
 }
 
 static CHECK_NETWORK: OnceLock<Network> = OnceLock::new();
+
+thread_local! {
+    static CHECK_OVERRIDE: std::cell::Cell<Option<Network>> = const { std::cell::Cell::new(None) };
+}
+
+/// Runs `f` with checks started on this thread getting `network` (doctor's hermeticity run).
+pub fn with_check_network<T>(network: Network, f: impl FnOnce() -> T) -> T {
+    let before = CHECK_OVERRIDE.with(|c| c.replace(Some(network)));
+    let out = f();
+    CHECK_OVERRIDE.with(|c| c.set(before));
+    out
+}
 
 /// Sets the network checks of this process get (the engine, at start, from [`policy`]).
 pub fn set_check_network(network: Network) {
@@ -290,8 +353,21 @@ pub fn configure_checks(root: &Path, config: &crate::config::Config) -> Network 
     probed
 }
 
+/// The level recorded for the process that logged to `log`, for its receipt; `None` when it ran
+/// without the helper (no status file).
+pub fn recorded(log: &Path) -> Option<String> {
+    let bytes = std::fs::read(status_path(log)).ok()?;
+    Some(serde_json::from_slice::<Held>(&bytes).map_or_else(
+        |_| "none (the status file is not readable JSON)".into(),
+        |h| h.to_string(),
+    ))
+}
+
 /// Reads a status file written by `__exec`; a missing or unreadable one means `none`.
 pub fn read_status(path: &Path) -> Held {
+    if turned_off() {
+        return Held::unconfined(OFF_REASON);
+    }
     if helper().is_none() {
         return Held::unconfined("no confinement helper is registered");
     }
@@ -325,6 +401,18 @@ fn base_spec(checkout: &Path, state_root: &Path, tmp: PathBuf) -> Spec {
         status: None,
     }
 }
+
+/// Files the engine names in a session's environment that the session reads although they lie
+/// in `.nightshift/logs` (its prompt, the check output it is to fix or review).
+pub const READ_FROM_ENV: [&str; 3] = [
+    "NIGHTSHIFT_PROMPT_FILE",
+    "NIGHTSHIFT_FEEDBACK_FILE",
+    "NIGHTSHIFT_CHECK_LOG",
+];
+
+/// Files the engine names in a session's environment that the session writes (created empty,
+/// 0600, when missing: an empty one reads as "nothing written").
+pub const WRITE_FROM_ENV: [&str; 2] = ["NIGHTSHIFT_VERDICT_FILE", "NIGHTSHIFT_OPERATOR_FILE"];
 
 /// Devices every process writes to.
 const DEVICES: [&str; 7] = [
@@ -423,6 +511,9 @@ fn usage(what: &str) -> i32 {
 /// Runs the helper on nothing to learn the level a spec would get on this machine (doctor and
 /// run start use it; the library cannot confine itself: it may have threads).
 pub fn probe(spec: &Spec) -> Held {
+    if turned_off() {
+        return Held::unconfined(OFF_REASON);
+    }
     let Some(helper) = helper() else {
         return Held::unconfined("no confinement helper is registered");
     };
@@ -484,4 +575,24 @@ pub fn survey(root: &Path, config: &crate::config::Config) -> Survey {
         check,
         check_network,
     }
+}
+
+/// Writes `bytes` to a new file at `path` readable by its owner only (0600): logs, receipts.
+pub fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(path)?
+        .write_all(bytes)
+}
+
+/// Creates `dir` (and its parents) and makes it its owner's only (0700): `.nightshift/logs`.
+pub fn create_private_dir(dir: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::create_dir_all(dir)?;
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
 }

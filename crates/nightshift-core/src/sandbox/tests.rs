@@ -75,6 +75,7 @@ fn the_env_allowlist_keeps_the_clis_key_and_drops_other_secrets() {
     assert!(!keep_env(&allow, "OPENAI_API_KEY"));
     assert!(!keep_env(&allow, "AWS_SECRET_ACCESS_KEY"));
     assert!(!keep_env(&allow, "NIGHTSHIFT_DATA_DIR"));
+    assert!(keep_env(&allow, "NIGHTSHIFT_PROMPT_FILE"));
     let check = env_allowlist(None, &[]);
     assert!(!keep_env(&check, "ANTHROPIC_API_KEY"));
 }
@@ -222,4 +223,18 @@ fn a_spawn_sites_one_call_derives_the_state_root_tmp_and_status_from_its_paths()
     );
     assert!(check.spec.deny.contains(&PathBuf::from("/r/.nightshift")));
     assert!(check.spec.env_keep.is_none());
+}
+
+#[test]
+fn private_files_and_dirs_are_their_owners_only() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let logs = dir.path().join(".nightshift/logs");
+    create_private_dir(&logs).unwrap();
+    let file = logs.join("r.json");
+    write_private(&file, b"{}").unwrap();
+    let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&logs), 0o700);
+    assert_eq!(mode(&file), 0o600);
+    assert_eq!(std::fs::read(&file).unwrap(), b"{}");
 }

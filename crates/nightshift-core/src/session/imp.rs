@@ -67,7 +67,7 @@ fn one_line(text: &str, max: usize) -> String {
 const MAX_LOG_LINE: usize = 256 * 1024;
 
 struct Collector {
-    log: std::fs::File,
+    log: crate::redact::LineWriter<std::fs::File>,
     hasher: Sha256,
     tail: VecDeque<u8>,
     tail_bytes: usize,
@@ -87,7 +87,7 @@ struct Collector {
 impl Collector {
     fn new(log: std::fs::File, tail_bytes: usize, limit: Option<LogLimit>) -> Collector {
         Collector {
-            log,
+            log: crate::redact::LineWriter::new(log, crate::redact::Redactor::from_env()),
             hasher: Sha256::new(),
             tail: VecDeque::new(),
             tail_bytes,
@@ -220,7 +220,7 @@ pub(super) async fn supervise(
         clock,
     } = packet;
     // Never truncate an earlier log (a session re-run after a crash keeps the first one).
-    let log = std::fs::OpenOptions::new()
+    let log = std::os::unix::fs::OpenOptionsExt::mode(&mut std::fs::OpenOptions::new(), 0o600)
         .append(true)
         .create(true)
         .open(&spec.log)

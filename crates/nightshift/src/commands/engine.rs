@@ -21,6 +21,7 @@ pub fn run(args: &EngineArgs) -> CommandResult {
     // Everything that can be wrong with the input is found before anything is written.
     let config = config::load(&ws.root().join(config::FILE_NAME))?;
     let plan = plan::load(&config, ws.root())?;
+    nightshift_core::sandbox::configure_checks(ws.root(), &config);
     let clock = super::testclock::clock();
     let until = super::run::parse_until(args.until.as_deref(), clock.as_ref())?.map(|mut u| {
         if let Some(given) = &args.until_given {

@@ -66,6 +66,10 @@ impl Repo {
             .env("HOME", &self.home)
             // The receipt signing key: per test, never the user's.
             .env("NIGHTSHIFT_DATA_DIR", self.home.join("data"))
+            // Fixtures use the agent as a stand-in for a person (it edits the user's checkout)
+            // or a crash (`kill -9 $PPID`): confinement would refuse both. tests/it/sandbox.rs
+            // runs with it on.
+            .env("NIGHTSHIFT_SANDBOX", "off")
             .env("GIT_CONFIG_GLOBAL", "/dev/null")
             .env("GIT_CONFIG_NOSYSTEM", "1")
             .env("GIT_AUTHOR_NAME", "Test User")

@@ -415,6 +415,7 @@ fn doctor_finding(repo: &crate::harness::Repo, name: &str) -> serde_json::Value 
     let out = repo
         .cmd(&["doctor", "--quick", "--json"])
         .env("SOME_SERVICE_TOKEN", "hunter2")
+        .env_remove("NIGHTSHIFT_SANDBOX")
         .output()
         .unwrap();
     let json: serde_json::Value = serde_json::from_slice(&out.stdout)
@@ -454,4 +455,183 @@ fn doctor_prints_the_level_that_holds_and_the_agents_env_names() {
         confinement["detail"],
         "agents: landlock; checks: landlock (network = host)"
     );
+}
+
+fn files_named(dir: &Path, suffix: &str, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            files_named(&path, suffix, out);
+        } else if path.to_string_lossy().ends_with(suffix) {
+            out.push(path);
+        }
+    }
+}
+
+#[test]
+fn a_run_confines_its_agent_and_check_and_redacts_the_logs() {
+    use std::os::unix::fs::PermissionsExt;
+    let repo = crate::harness::Repo::new(&crate::harness::project());
+    let root = repo.root.display().to_string();
+    // A hostile agent: edits the user's checkout, reads the store, then does the work.
+    let agent = format!(
+        "echo hacked >> {root}/README.md; cat {root}/.nightshift/state.db >/dev/null && echo READ-STORE; \
+         echo token=[$SOME_SERVICE_TOKEN]; mkdir -p done; echo ok > done/w"
+    );
+    let config = format!(
+        "[agent]\nkind = \"command\"\ncommand = [\"sh\", \"-c\", \"{agent}\"]\n\
+         [check]\ntimeout = \"1m\"\n\
+         [[item]]\nid = \"w\"\nprompt = \"p\"\ncheck = \"echo check-token=$SOME_SERVICE_TOKEN; sh check.sh w\"\n"
+    );
+    repo.configure(&config);
+    let out = repo
+        .cmd(&["run"])
+        .env_remove("NIGHTSHIFT_SANDBOX")
+        .env("SOME_SERVICE_TOKEN", "hunter2-secret-value")
+        .output()
+        .unwrap();
+    assert_eq!(
+        repo.shipped_items(),
+        ["w"],
+        "{}",
+        crate::harness::text(&out)
+    );
+    // The user's checkout is untouched.
+    assert_eq!(
+        std::fs::read_to_string(repo.root.join("README.md")).unwrap(),
+        "a project\n"
+    );
+    let logs = repo.root.join(".nightshift/logs");
+    assert_eq!(
+        std::fs::metadata(&logs).unwrap().permissions().mode() & 0o777,
+        0o700
+    );
+    let mut agent_logs = Vec::new();
+    files_named(&logs, ".agent.log", &mut agent_logs);
+    let agent_log = std::fs::read_to_string(&agent_logs[0]).unwrap();
+    assert!(agent_log.contains("Permission denied"), "{agent_log}");
+    assert!(!agent_log.contains("READ-STORE"), "{agent_log}");
+    // The secret is not in the agent's environment at all.
+    assert!(agent_log.contains("token=[]"), "{agent_log}");
+    assert_eq!(
+        std::fs::metadata(&agent_logs[0])
+            .unwrap()
+            .permissions()
+            .mode()
+            & 0o777,
+        0o600
+    );
+    // The check got it (checks keep the environment), and its log has it redacted.
+    let mut check_logs = Vec::new();
+    files_named(&logs, ".log", &mut check_logs);
+    let check_text: String = check_logs
+        .iter()
+        .map(|p| std::fs::read_to_string(p).unwrap_or_default())
+        .collect();
+    assert!(
+        check_text.contains("check-token=[REDACTED:SOME_SERVICE_TOKEN]"),
+        "{check_text}"
+    );
+    assert!(!check_text.contains("hunter2-secret-value"), "{check_text}");
+    // The levels that held, as the helper recorded them for the receipt.
+    let mut levels = Vec::new();
+    files_named(&logs, ".confinement.json", &mut levels);
+    let held: Vec<Held> = levels
+        .iter()
+        .map(|p| serde_json::from_slice(&std::fs::read(p).unwrap()).unwrap())
+        .collect();
+    assert!(held.iter().any(|h| h.level() == "landlock"), "{held:?}");
+    assert!(
+        held.iter().any(|h| h.level() == "landlock+netns"),
+        "{held:?}"
+    );
+    // And the receipt says so, per session and per check.
+    let mut receipts = Vec::new();
+    files_named(
+        &repo.root.join(".nightshift/receipts"),
+        ".json",
+        &mut receipts,
+    );
+    let receipt: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&receipts[0]).unwrap()).unwrap();
+    assert_eq!(
+        std::fs::metadata(&receipts[0])
+            .unwrap()
+            .permissions()
+            .mode()
+            & 0o777,
+        0o600
+    );
+    let iteration = &receipt["receipt"]["iterations"][0];
+    assert_eq!(
+        iteration["sessions"][0]["confinement"], "landlock",
+        "{receipt}"
+    );
+    assert_eq!(
+        iteration["checks"][0]["confinement"], "landlock+netns",
+        "{receipt}"
+    );
+}
+
+#[test]
+fn doctor_refuses_a_check_that_is_green_only_with_the_host_network() {
+    if Command::new("bash").arg("-c").arg("true").status().is_err() {
+        eprintln!("skipped: the network probe needs bash (/dev/tcp)");
+        return;
+    }
+    // The check needs a server on the host's loopback: reachable with the host network only.
+    // The kernel completes the handshakes from the backlog; nothing needs to accept.
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let repo = crate::harness::Repo::new(&[(
+        "check.sh",
+        &*format!("#!/bin/sh\nbash -c 'exec 3<>/dev/tcp/127.0.0.1/{port}' || exit 1\n"),
+    )]);
+    let item = "\n[[item]]\nid = \"a\"\nprompt = \"p\"\n";
+    let doctor = |network: &str| {
+        repo.configure(&format!(
+            "{}\n[check]\ncommand = \"sh check.sh\"\n{network}{item}",
+            repo.agent_table()
+        ));
+        let out = repo
+            .cmd(&["doctor", "--json", "--runs", "1"])
+            .env_remove("NIGHTSHIFT_SANDBOX")
+            .output()
+            .unwrap();
+        let json: serde_json::Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("{e}: {}", crate::harness::text(&out)));
+        (out.status.code(), json)
+    };
+    let (code, json) = doctor("");
+    let findings = json["findings"].as_array().unwrap();
+    let runs = findings.iter().find(|f| f["name"] == "check_runs").unwrap();
+    assert_eq!(runs["status"], "ok", "green with the host network: {json}");
+    let hermetic = findings
+        .iter()
+        .find(|f| f["name"] == "hermetic")
+        .unwrap_or_else(|| panic!("no hermetic finding: {json}"));
+    assert_eq!(hermetic["status"], "fail", "{hermetic}");
+    assert_eq!(hermetic["halt"], "check_not_hermetic", "{hermetic}");
+    assert!(
+        hermetic["detail"]
+            .as_str()
+            .unwrap()
+            .contains("green with the host network and red without it"),
+        "{hermetic}"
+    );
+    assert!(
+        hermetic["action"]
+            .as_str()
+            .unwrap()
+            .contains("network = \"host\""),
+        "{hermetic}"
+    );
+    assert_eq!(json["halt_reason"], "check_not_hermetic", "{json}");
+    assert_ne!(code, Some(0));
+    // Opting out with the key the message names: no hermeticity finding, no refusal from it.
+    let (_, json) = doctor("network = \"host\"\n");
+    let findings = json["findings"].as_array().unwrap();
+    assert!(findings.iter().all(|f| f["name"] != "hermetic"), "{json}");
+    assert_ne!(json["halt_reason"], "check_not_hermetic", "{json}");
+    drop(listener);
 }
