@@ -109,6 +109,8 @@ fn build(root: &Path) {
                 attempt: 1,
                 iteration,
                 log: format!("logs/{id}.log"),
+                agent_session: None,
+                resumed: false,
             });
             events.push(EventKind::SessionEnded {
                 item: id.clone(),

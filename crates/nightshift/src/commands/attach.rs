@@ -91,6 +91,7 @@ fn sessions(
             attempt,
             iteration,
             log,
+            ..
         } = e.kind
             && i == item
         {
