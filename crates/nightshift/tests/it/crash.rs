@@ -156,6 +156,9 @@ const NUDGE_POINTS: &[&str] = &["session_nudged"];
 /// The point of an item that waits on a person's action (its own test below).
 const OPERATOR_POINTS: &[&str] = &["item_awaiting_operator"];
 
+/// The point of a conflict with the target (its own test below).
+const CONFLICT_POINTS: &[&str] = &["conflict_found"];
+
 /// The points a reviewed plan adds.
 const REVIEW_POINTS: &[&str] = &["review_started", "review_ended", "review_decided"];
 
@@ -813,4 +816,32 @@ fn sigkill_at_item_awaiting_operator_under_the_supervisor_ends_as_without_a_kill
         repo
     };
     ends_as_without_a_kill(&make, OPERATOR_POINTS);
+}
+
+/// Someone else commits a conflicting edit to the target while `b`'s agent works (as in
+/// integrate.rs); the conflict (`conflict_found`) gets a repair iteration that lands on top.
+/// Killed once right after `conflict_found` under the supervisor, the run ends as without.
+#[test]
+fn sigkill_at_conflict_found_under_the_supervisor_ends_as_without_a_kill() {
+    let make = || {
+        let repo = Repo::new(&project());
+        repo.write("shared.txt", "original\n");
+        repo.agent("c", &solves("c"));
+        let agent = format!(
+            "if [ $NIGHTSHIFT_ITERATION = 1 ]; then (cd {root} && echo theirs$NIGHTSHIFT_ATTEMPT > shared.txt && git commit -q -am theirs$NIGHTSHIFT_ATTEMPT); echo mine > shared.txt; mkdir -p done; echo ok > done/b; else printf 'theirs1\\nmine\\n' > shared.txt; fi",
+            root = repo.root.display()
+        );
+        let config = plan(&repo, &["b", "c"], 1, 1).replacen(
+            &repo.agent_table(),
+            &format!(
+                "[agent]\nkind = \"command\"\ncommand = [\"sh\", \"-c\", \"if [ $NIGHTSHIFT_ITEM = b ]; then {agent}; else exec {BIN} __fake-agent --script-dir {dir}; fi\"]\n",
+                agent = agent.replace('"', "\\\""),
+                dir = repo.agent_dir.display()
+            ),
+            1,
+        );
+        repo.configure(&config);
+        repo
+    };
+    ends_as_without_a_kill(&make, CONFLICT_POINTS);
 }
