@@ -911,6 +911,45 @@ fn starts_session(att: &crate::store::AttemptRow, max_iterations: u32) -> bool {
     }
 }
 
+/// Items shipped on `target` by nightshift, from the trailers of its commits: item id →
+/// (`Nightshift-Run`, commit), the newest commit per item.
+fn shipped_on_target(
+    git: &Git,
+    target: &str,
+) -> Result<std::collections::HashMap<String, (String, String)>, EngineError> {
+    let out = git.run(&[
+        "log",
+        "--format=%H%x1f%(trailers:key=Nightshift-Item,valueonly,separator=%x1e)%x1f%(trailers:key=Nightshift-Run,valueonly,separator=%x1e)",
+        &format!("refs/heads/{target}"),
+        "--",
+    ])?;
+    let mut shipped = std::collections::HashMap::new();
+    for line in out.lines() {
+        let mut fields = line.split('\u{1f}');
+        let (Some(commit), Some(items), run) = (fields.next(), fields.next(), fields.next()) else {
+            continue;
+        };
+        let run = run
+            .and_then(|r| r.split('\u{1e}').next())
+            .map(str::trim)
+            .filter(|r| !r.is_empty())
+            .unwrap_or("unknown");
+        for item in items
+            .split('\u{1e}')
+            .map(str::trim)
+            .filter(|i| !i.is_empty())
+        {
+            shipped.entry(item.to_owned()).or_insert_with(|| {
+                (
+                    format!("{run} (per its commit on {target})"),
+                    commit.to_owned(),
+                )
+            });
+        }
+    }
+    Ok(shipped)
+}
+
 /// Keeps `.nightshift/` out of `git status` without touching a tracked file: a line in
 /// `.git/info/exclude` (of the common directory, so every worktree sees it). `init` and every run
 /// start call it.
