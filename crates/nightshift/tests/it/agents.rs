@@ -279,3 +279,34 @@ fn an_idle_real_cli_burning_cpu_ticks_is_stalled_and_nudged_by_resume() {
     );
     assert_eq!(l[0].1, l[1].1, "the nudge resumed the stalled session");
 }
+
+#[test]
+fn a_runaway_codex_turn_trips_the_session_budget_mid_turn_from_its_rollout_file() {
+    let repo = Repo::new(&project());
+    // A long tool loop: usage only in the rollout file, never a turn.completed.
+    repo.agent(
+        "a",
+        "busy forever usage-per-turn=400 interval=200ms format=codex usage=rollout\n",
+    );
+    let config = plan(&repo, &["a"], 1, 1)
+        .replace(&repo.agent_table(), &cli_agent(&repo, "codex"))
+        .replace(
+            "[limits]\n",
+            "[limits]\nsession_timeout = \"2m\"\nkill_grace = \"200ms\"\nsession_tokens = 1000\n",
+        );
+    repo.configure(&config);
+    let out = repo.run(&["run"]);
+    assert_eq!(out.status.code(), Some(11), "{}", text(&out));
+    assert_eq!(outcomes(&repo, "a")[0], Outcome::OverBudget);
+    let events = repo.store().events_after(0, 100_000).unwrap();
+    let spent = events
+        .iter()
+        .find_map(|e| match &e.kind {
+            EventKind::SessionEnded { spend: Some(s), .. } => Some(s.weighted),
+            _ => None,
+        })
+        .expect("spend");
+    // Tripped at the first token_count past the limit: 1200 (3 turns of 400), give or take
+    // the turn already written when the session was ended.
+    assert!((1000.0..=2000.0).contains(&spent), "spent {spent}");
+}
