@@ -338,3 +338,103 @@ fn codex_rollout_token_counts_are_live_usage() {
     );
     assert_eq!(p.totals().usage.input + p.totals().usage.cache_read, 2000);
 }
+
+mod fuzz {
+    use proptest::prelude::*;
+
+    use super::super::*;
+
+    /// Lines an adversarial agent could print: arbitrary bytes, arbitrary UTF-8, and JSON-ish
+    /// text built from the CLIs' own keys.
+    fn line() -> impl Strategy<Value = Vec<u8>> {
+        let keys = prop::sample::select(vec![
+            "type",
+            "subtype",
+            "result",
+            "usage",
+            "message",
+            "id",
+            "content",
+            "text",
+            "tool_use",
+            "session_id",
+            "thread_id",
+            "turn.completed",
+            "turn.failed",
+            "error",
+            "input_tokens",
+            "output_tokens",
+            "rate_limit_event",
+            "rate_limit_info",
+            "resetsAt",
+            "status",
+            "rejected",
+            "permission_denials",
+            "tool_input",
+            "stream_event",
+            "message_delta",
+            "stats",
+            "init",
+            "event_msg",
+            "payload",
+            "token_count",
+            "info",
+            "total_token_usage",
+            "item.completed",
+            "item",
+            "command_execution",
+            "Tokens:",
+        ]);
+        let json_ish = prop::collection::vec(
+            (
+                keys,
+                prop::sample::select(vec![
+                    "{", "}", "[", "]", ":", ",", "\"", "0", "-1", "1e999", "null", "true", " ",
+                ]),
+            ),
+            0..40,
+        )
+        .prop_map(|parts| {
+            parts
+                .into_iter()
+                .map(|(k, p)| format!("\"{k}\"{p}"))
+                .collect::<String>()
+                .into_bytes()
+        });
+        prop_oneof![
+            prop::collection::vec(any::<u8>(), 0..300),
+            any::<String>().prop_map(String::into_bytes),
+            json_ish.clone(),
+            json_ish.prop_map(|mut v| {
+                v.insert(0, b'{');
+                v.push(b'}');
+                v
+            }),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+        #[test]
+        fn no_parser_panics_on_any_lines(lines in prop::collection::vec(line(), 0..12)) {
+            for name in ["claude", "codex", "gemini", "aider"] {
+                let Some(mut p) = parser_for(name) else { continue };
+                p.set_now(1_796_151_600);
+                p.set_resumed_from(Usage { input: 5, ..Usage::default() }, Some(0.5));
+                for l in &lines {
+                    p.feed_line(l);
+                    p.live_usage(l);
+                }
+                p.finish();
+                let t = p.totals();
+                prop_assert!(t.cost_usd.is_none_or(|c| !c.is_nan()));
+                let _ = p.exit_kind(41);
+            }
+            for l in &lines {
+                let _ = codex::rollout_total(l);
+                let _ = reset::reset_from_text(&String::from_utf8_lossy(l), Some(1_796_151_600), &jiff::tz::TimeZone::UTC);
+            }
+        }
+    }
+}
