@@ -356,7 +356,8 @@ fn print_json<O: Write + ?Sized>(out: &mut O, what: &str, lines: &[Value]) -> Re
 }
 
 /// Blocks in sleep for the span; `Forever` never returns.
-/// Appends a `token_count` event with the thread's running total to the Codex rollout file
+/// Appends a `token_count` event with the thread's running total (half the output counted as
+/// reasoning) to the Codex rollout file
 /// (`$CODEX_HOME/sessions/YYYY/MM/DD/rollout-YYYY-MM-DDThh-mm-ss-<thread>.jsonl`).
 fn rollout_token_count(ctx: &Context, input: u64, output: u64) -> Result<(), String> {
     let home = ctx
@@ -388,7 +389,7 @@ fn rollout_token_count(ctx: &Context, input: u64, output: u64) -> Result<(), Str
         "type": "event_msg",
         "payload": {"type": "token_count", "info": {
             "total_token_usage": {"input_tokens": input, "cached_input_tokens": 0,
-                "output_tokens": output, "reasoning_output_tokens": 0, "total_tokens": input + output},
+                "output_tokens": output, "reasoning_output_tokens": output / 2, "total_tokens": input + output},
             "last_token_usage": null,
             "model_context_window": 272000
         }, "rate_limits": null}

@@ -396,6 +396,7 @@ impl Engine<'_> {
             weighted: t.usage.weighted(self.config.budget.cache_read_weight),
             turns: t.turns,
             cost_usd: t.cost_usd,
+            reasoning: t.usage.reasoning,
         });
         let agent_session = end.agent_session.clone().or(passed_session);
         self.record(EventKind::SessionEnded {
