@@ -269,6 +269,7 @@ where
             touch(&target).map_err(|e| format!("touch {shown}: {e}"))?;
         }
         Step::GoSilent(span) => pause(*span),
+        Step::IdleTicks(span) => idle_ticks(*span),
         Step::Busy(busy) => run_busy(busy, ctx, started, out)?,
         Step::SpawnOrphan { path, interval } => {
             let target = ctx.cwd.join(path);
@@ -349,6 +350,28 @@ fn print_json<O: Write + ?Sized>(out: &mut O, what: &str, lines: &[Value]) -> Re
 }
 
 /// Blocks in sleep for the span; `Forever` never returns.
+/// CPU an idle tick burns, and how often: 10 ms (one clock tick) every 2 s (0.5% of a core), like the idle real
+/// CLIs measured in 2026-12 (Claude a tick every few seconds, Codex every 2–6 s).
+const IDLE_BURN: Duration = Duration::from_millis(10);
+const IDLE_EVERY: Duration = Duration::from_secs(2);
+
+fn idle_ticks(span: Span) {
+    let start = Instant::now();
+    loop {
+        let burn = Instant::now();
+        let mut x = 0u64;
+        while burn.elapsed() < IDLE_BURN {
+            x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
+        }
+        if let Span::For(d) = span
+            && start.elapsed() >= d
+        {
+            return;
+        }
+        std::thread::sleep(IDLE_EVERY);
+    }
+}
+
 fn pause(span: Span) {
     match span {
         Span::For(duration) => std::thread::sleep(duration),

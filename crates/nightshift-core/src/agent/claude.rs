@@ -245,6 +245,10 @@ impl StreamParser for ClaudeParser {
     fn set_now(&mut self, now: i64) {
         self.state.clock.now = Some(now);
     }
+
+    fn ends_on_finish(&self) -> bool {
+        true
+    }
 }
 
 /// Reads the single object printed by `claude -p --output-format json` (a `result` object,

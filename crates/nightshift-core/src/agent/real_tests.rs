@@ -89,7 +89,14 @@ pub(super) fn summarize(name: &str) -> Summary {
 /// Per capture: the endings, how many denials, the usage `[input, output, cache_read,
 /// cache_write, reasoning]`, the cost and the CLI's own API retries. The figures are the ones
 /// each capture's CLI reported (result.usage, turn.completed, result.stats, the Tokens line).
-type Row = (&'static str, &'static [FinishKind], usize, [u64; 5], Option<f64>, usize);
+type Row = (
+    &'static str,
+    &'static [FinishKind],
+    usize,
+    [u64; 5],
+    Option<f64>,
+    usize,
+);
 
 #[rustfmt::skip]
 const EXPECTED: &[Row] = &[

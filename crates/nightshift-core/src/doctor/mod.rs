@@ -270,12 +270,64 @@ fn agent(ws: &Workspace, config: &Config, quick: bool) -> Finding {
     // `--version` of a `command` agent may be anything: asked only in a full doctor.
     let ask = !quick || config.agent.kind != AgentKind::Command;
     let version = if ask { version_of(&path) } else { None };
-    let detail = match version {
+    let detail = match &version {
         Some(v) => format!("{} ({v})", path.display()),
         None if ask => format!("{} (it did not report a version)", path.display()),
         None => path.display().to_string(),
     };
-    Finding::ok(NAME, GateClass::Safety, detail)
+    if config.agent.kind == AgentKind::Command {
+        return Finding::ok(NAME, GateClass::Safety, detail);
+    }
+    let (notes, untested) = agent_notes(&config.agent, version.as_deref(), |name| {
+        std::env::var_os(name).is_some_and(|v| !v.is_empty())
+    });
+    let detail = format!("{detail}; {notes}");
+    match untested {
+        Some(why) => Finding::warn(
+            NAME,
+            GateClass::Safety,
+            format!("{detail}; {why}"),
+            "run the conformance suite against this version, or install a tested one",
+        ),
+        None => Finding::ok(NAME, GateClass::Safety, detail),
+    }
+}
+
+/// What doctor says about a CLI agent beyond its program: the version against the tested
+/// range, which credential variables are set (names only, never values), and the posture.
+/// The second value says why the version is outside what was tested, if it is.
+pub(crate) fn agent_notes(
+    agent: &crate::config::AgentConfig,
+    version: Option<&str>,
+    is_set: impl Fn(&str) -> bool,
+) -> (String, Option<String>) {
+    let adapter = crate::agent::adapter_for(agent.kind);
+    let mut notes = Vec::new();
+    let mut untested = None;
+    if let Some(range) = adapter.tested() {
+        match version.and_then(crate::agent::adapter::parse_version) {
+            Some(v) if range.contains(v) => notes.push(format!("tested {range}")),
+            Some((a, b, c)) => {
+                notes.push(format!("tested {range}"));
+                untested = Some(format!("version {a}.{b}.{c} is outside the tested {range}"));
+            }
+            None => notes.push(format!("tested {range}; its version is unknown")),
+        }
+    }
+    let names = adapter.credentials();
+    if !names.is_empty() {
+        let set: Vec<&str> = names.iter().copied().filter(|n| is_set(n)).collect();
+        notes.push(if set.is_empty() {
+            format!(
+                "credentials: none of {} is set (the CLI's own login may still work)",
+                names.join(", ")
+            )
+        } else {
+            format!("credentials: {} set", set.join(", "))
+        });
+    }
+    notes.push(format!("posture: {}", adapter.posture(agent)));
+    (notes.join("; "), untested)
 }
 
 fn is_executable(path: &Path) -> bool {
@@ -795,6 +847,38 @@ pub fn attention_file(ws: &Workspace) -> Finding {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn agent_notes_give_version_range_credential_names_and_posture() {
+        let agent = crate::config::AgentConfig {
+            kind: AgentKind::Claude,
+            command: vec![],
+            binary: None,
+            model: None,
+            args: vec![],
+            format: crate::config::OutputFormat::Text,
+            policy: Default::default(),
+        };
+        let (notes, untested) = agent_notes(&agent, Some("2.1.332 (Claude Code)"), |n| {
+            n == "ANTHROPIC_API_KEY"
+        });
+        assert_eq!(
+            notes,
+            "tested 2.1.197–2.1.332; credentials: ANTHROPIC_API_KEY set; posture: \
+             --permission-mode acceptEdits, --allowedTools \
+             Bash,Read,Edit,MultiEdit,Write,NotebookEdit,Glob,Grep,TodoWrite"
+        );
+        assert_eq!(untested, None);
+        let (notes, untested) = agent_notes(&agent, Some("3.0.1"), |_| false);
+        assert!(
+            notes.contains("credentials: none of ANTHROPIC_API_KEY"),
+            "{notes}"
+        );
+        assert_eq!(
+            untested.as_deref(),
+            Some("version 3.0.1 is outside the tested 2.1.197–2.1.332")
+        );
+    }
 
     fn failing(name: &str, class: GateClass, halt: HaltReason) -> Finding {
         Finding::fail(name, class, halt, "x", "y")

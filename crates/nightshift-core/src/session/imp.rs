@@ -29,7 +29,22 @@ enum Ending {
     Stalled,
     Stopped,
     OverBudget(Crossing),
+    /// The CLI printed its final result but did not exit within the grace.
+    Lingered,
 }
+
+/// CPU time counts as activity only at this rate or above: `CPU_ACTIVE_TICKS` clock ticks
+/// (10 ms each at the usual 100 Hz) within `CPU_WINDOW`, i.e. 2% of one core. Measured on the
+/// real CLIs (2026-12): an idle Claude Code burns one tick every few seconds (longest gap 11 s)
+/// and an idle Codex one every 2–6 s, so over 10 s they stay at or below ~5 ticks; a CLI
+/// thinking locally, or a test suite it runs, burns tens to hundreds. Four times the idle
+/// rate separates the two without mistaking a hung API call for work.
+pub(crate) const CPU_ACTIVE_TICKS: u64 = 20;
+/// The window CPU time is measured over.
+pub(crate) const CPU_WINDOW: Duration = Duration::from_secs(10);
+/// After a Claude `result` line the process should exit; if it lingers (a background job
+/// keeps Claude Code 2.1.332 alive), it is ended after this grace, as completed.
+pub(crate) const RESULT_GRACE: Duration = Duration::from_secs(5);
 
 /// How many distinct permission denials a session reports.
 const MAX_DENIALS: usize = 8;
@@ -105,6 +120,8 @@ struct StreamState {
     denials: Vec<String>,
     /// The session id the CLI last reported.
     agent_session: Option<String>,
+    /// A final result line arrived (Claude's `result`): the session is over.
+    final_result: bool,
 }
 
 pub(super) async fn supervise(
@@ -187,7 +204,9 @@ pub(super) async fn supervise(
     let mut stall = stall_grace.map(|grace| StallTimer::new(clock.as_ref(), grace));
     let mut guard = Guard::new(budget);
     let mut stream = StreamState::default();
-    let mut cpu_seen = 0u64;
+    let mut cpu = CpuWindow::new(clock.boot());
+    // When the stream's final result arrived (the session is over; the process should exit).
+    let mut result_at: Option<Duration> = None;
     let mut files_seen = stall
         .map(|_| sweep::newest_mtime(&spec.cwd))
         .unwrap_or(std::time::SystemTime::UNIX_EPOCH);
@@ -217,6 +236,9 @@ pub(super) async fn supervise(
                     }
                     if let Some(p) = parser.as_mut() {
                         decided = feed(p.as_mut(), &out_buf[..n], &mut stream, &mut guard, enforce_budget, on_event);
+                        if result_at.is_none() && stream.final_result {
+                            result_at = Some(clock.boot());
+                        }
                     }
                 }
                 None => {
@@ -249,13 +271,15 @@ pub(super) async fn supervise(
             () = &mut tick, if status.is_none() && ending.is_none() => {
                 if crate::stop::now_requested() {
                     decided = Some(Ending::Stopped);
+                } else if result_at.is_some_and(|at| clock.boot().saturating_sub(at) >= RESULT_GRACE) {
+                    decided = Some(Ending::Lingered);
                 } else if deadline.expired(clock.as_ref()) {
                     decided = Some(Ending::Timeout);
                 } else if let Some(s) = stall.as_mut() {
-                    // Busy without printing is not hung: CPU time of the group counts as activity.
-                    let cpu = pgid.map(|p| sweep::group_cpu_ticks(p.as_raw())).unwrap_or(0);
-                    if cpu > cpu_seen {
-                        cpu_seen = cpu;
+                    // Busy without printing is not hung: CPU time of the group counts as
+                    // activity, above the rate an idle CLI burns (see CPU_ACTIVE_TICKS).
+                    let ticks = pgid.map(|p| sweep::group_cpu_ticks(p.as_raw())).unwrap_or(0);
+                    if cpu.active(ticks, clock.boot()) {
                         s.touch(clock.as_ref());
                     }
                     // Last, the expensive signal: files changed in the worktree since we last
@@ -385,6 +409,7 @@ fn absorb(
             AgentEvent::Usage(_) => spent = true,
             AgentEvent::Finished(f) => {
                 spent = true;
+                stream.final_result |= parser.ends_on_finish();
                 stream.finish = Some(f);
             }
             AgentEvent::SessionStarted { session_id, .. }
@@ -438,11 +463,21 @@ fn classify(
         Some(Ending::Stalled) => return (Outcome::Stalled, None, None),
         Some(Ending::Stopped) => return (Outcome::Stopped, None, None),
         Some(Ending::OverBudget(_)) => return (Outcome::OverBudget, None, None),
+        // Ended by us after its result: judged by that result, as if it had exited then.
+        Some(Ending::Lingered) => {
+            let (outcome, resets_at, fault) = classify_stream(stream, true);
+            return (outcome, resets_at, fault);
+        }
         None => {}
     }
     if status.signal().is_some() {
         return (Outcome::Crashed, None, None);
     }
+    classify_stream(stream, status.success())
+}
+
+/// The outcome from the CLI's structured account, then from whether it exited 0.
+fn classify_stream(stream: &StreamState, success: bool) -> (Outcome, Option<i64>, Option<String>) {
     match stream.finish.as_ref().map(|f| &f.kind) {
         Some(FinishKind::QuotaExhausted { resets_at }) => {
             let at = resets_at.or(stream.rejected_resets_at.flatten());
@@ -452,7 +487,7 @@ fn classify(
         Some(FinishKind::Auth) => return (Outcome::EnvFault, None, Some("auth".into())),
         _ => {}
     }
-    if let (Some(resets_at), false) = (stream.rejected_resets_at, status.success()) {
+    if let (Some(resets_at), false) = (stream.rejected_resets_at, success) {
         return (Outcome::RateLimited, resets_at, None);
     }
     let finished_ok = matches!(
@@ -467,10 +502,39 @@ fn classify(
             Some(stream.denials.join("; ")),
         );
     }
-    if status.success() {
+    if success {
         (Outcome::Completed, None, None)
     } else {
         (Outcome::Failed, None, None)
+    }
+}
+
+/// CPU time of the process group, judged per window against [`CPU_ACTIVE_TICKS`].
+struct CpuWindow {
+    start: Duration,
+    ticks_at_start: Option<u64>,
+}
+
+impl CpuWindow {
+    fn new(now: Duration) -> CpuWindow {
+        CpuWindow {
+            start: now,
+            ticks_at_start: None,
+        }
+    }
+
+    /// Whether the group burned at least the threshold since the window began; a new window
+    /// begins when it did, or when the window is over.
+    fn active(&mut self, ticks: u64, now: Duration) -> bool {
+        let base = *self.ticks_at_start.get_or_insert(ticks);
+        let burned = ticks.saturating_sub(base);
+        let over = now.saturating_sub(self.start) >= CPU_WINDOW;
+        let active = burned >= CPU_ACTIVE_TICKS;
+        if active || over {
+            self.start = now;
+            self.ticks_at_start = Some(ticks);
+        }
+        active
     }
 }
 
@@ -554,4 +618,24 @@ mod os {
 #[cfg(not(target_os = "linux"))]
 mod os {
     pub(super) fn harden(_cmd: &mut tokio::process::Command) {}
+}
+
+#[cfg(test)]
+mod cpu_tests {
+    use super::*;
+
+    #[test]
+    fn cpu_counts_as_activity_only_above_the_idle_rate() {
+        let s = Duration::from_secs;
+        let mut w = CpuWindow::new(s(0));
+        assert!(!w.active(100, s(0)), "the first reading is the base");
+        // An idle CLI: a tick every 2 s, 5 ticks in the window: never active.
+        for (i, t) in (2..=10).step_by(2).enumerate() {
+            assert!(!w.active(101 + i as u64, s(t)), "idle tick at {t}s");
+        }
+        // The window rolled over at 10 s; a burst of 20 ticks is work.
+        assert!(!w.active(110, s(11)));
+        assert!(w.active(130, s(12)));
+        assert!(!w.active(131, s(13)), "a new window starts after activity");
+    }
 }

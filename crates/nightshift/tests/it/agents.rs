@@ -221,3 +221,61 @@ fn a_usage_limit_whose_reset_is_already_past_waits_the_floor_not_zero() {
         [Outcome::RateLimited, Outcome::Completed]
     );
 }
+
+#[test]
+fn a_claude_session_that_lingers_after_its_result_ends_within_the_grace() {
+    let repo = Repo::new(&project());
+    // Claude 2.1.332 with a background job prints its `result` and keeps running.
+    repo.agent(
+        "a",
+        "write done/a <<EOF\nok\nEOF\nemit claude text=\"done\" turns=1 input=10 output=1\ngo-silent forever\n",
+    );
+    let config = plan(&repo, &["a"], 1, 1)
+        .replace(&repo.agent_table(), &cli_agent(&repo, "claude"))
+        .replace("[limits]\n", "[limits]\nsession_timeout = \"2m\"\n");
+    repo.configure(&config);
+    let out = repo.run(&["run"]);
+    assert_eq!(out.status.code(), Some(10), "{}", text(&out));
+    assert_eq!(outcomes(&repo, "a"), [Outcome::Completed]);
+    let ms: Vec<u64> = repo
+        .store()
+        .events_after(0, 100_000)
+        .unwrap()
+        .into_iter()
+        .filter_map(|e| match e.kind {
+            EventKind::SessionEnded { duration_ms, .. } => Some(duration_ms),
+            _ => None,
+        })
+        .collect();
+    // The grace (5 s) plus teardown; never the session timeout.
+    assert!(ms[0] < 60_000, "the lingering session ran {} ms", ms[0]);
+}
+
+#[test]
+fn an_idle_real_cli_burning_cpu_ticks_is_stalled_and_nudged_by_resume() {
+    let repo = Repo::new(&project());
+    // Prints its init, then hangs the way a real CLI does on a hung API call: silent, with a
+    // CPU tick every few seconds.
+    repo.agent(
+        "a",
+        "busy 1ms usage-per-turn=1 interval=1s\nidle-ticks forever\n",
+    );
+    let config = plan(&repo, &["a"], 1, 1)
+        .replace(&repo.agent_table(), &cli_agent(&repo, "claude"))
+        .replace(
+            "[limits]\n",
+            "[limits]\nstall_grace = \"5s\"\nstall_nudges = 1\nkill_grace = \"200ms\"\nsession_timeout = \"2m\"\n",
+        );
+    repo.configure(&config);
+    let out = repo.run(&["run"]);
+    assert_eq!(out.status.code(), Some(11), "{}", text(&out));
+    let o = outcomes(&repo, "a");
+    assert_eq!(&o[..2], [Outcome::Stalled, Outcome::Stalled], "{o:?}");
+    let l = launches(&repo, "claude");
+    assert_eq!(
+        (l[0].0.as_str(), l[1].0.as_str()),
+        ("new", "resume"),
+        "{l:?}"
+    );
+    assert_eq!(l[0].1, l[1].1, "the nudge resumed the stalled session");
+}
