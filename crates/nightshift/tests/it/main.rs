@@ -29,3 +29,4 @@ mod review;
 mod sessions;
 mod supervise;
 mod tell;
+mod tui;
