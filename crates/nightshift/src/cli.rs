@@ -73,6 +73,9 @@ pub enum Command {
     /// Watch an item's agent sessions as they work, rendered readably (tool calls, edits, text,
     /// results); follows across iterations until its attempt ends.
     Attach(AttachArgs),
+    /// The run at a glance, full screen: items and phases, the live session, usage against the
+    /// caps, alerts and pauses, keys for pause/resume/stop, and the morning review queue.
+    Tui(TuiArgs),
     /// Print a shell completion script: `nightshift completions bash > ~/.local/share/bash-completion/completions/nightshift`.
     Completions(CompletionsArgs),
     /// Print the man page (roff): `nightshift man > ~/.local/share/man/man1/nightshift.1`.
@@ -455,6 +458,15 @@ pub struct AttachArgs {
     /// Print what is there and return, instead of following the live session.
     #[arg(long)]
     pub no_follow: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct TuiArgs {
+    #[command(flatten)]
+    pub repo: RepoArgs,
+    /// Draw one frame of this size (WIDTHxHEIGHT) as text and exit (tests).
+    #[arg(long, hide = true, value_name = "WxH")]
+    pub print_frame: Option<String>,
 }
 
 // Value parsers. Negative numbers are let through to them (`allow_negative_numbers`; durations and

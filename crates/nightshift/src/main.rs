@@ -82,6 +82,7 @@ fn main() -> ExitCode {
         Command::Report(args) => commands::report::run(&args),
         Command::Tell(args) => commands::tell::run(&args),
         Command::Attach(args) => commands::attach::run(&args),
+        Command::Tui(args) => commands::tui::run(&args),
         Command::Completions(args) => commands::completions::completions(&args),
         Command::Man => commands::completions::man(),
     };

@@ -24,6 +24,7 @@ pub mod status;
 pub mod stop;
 pub mod tell;
 pub mod testclock;
+pub mod tui;
 pub mod wait;
 
 use std::path::{Path, PathBuf};

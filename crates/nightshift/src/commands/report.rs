@@ -19,7 +19,7 @@ use crate::error::{CommandError, chain};
 use crate::json::{REPORT_VERSION, Report, report_schema};
 
 pub use html::page;
-pub use text::render;
+pub use text::{render, thousands};
 
 pub fn run(args: &ReportArgs) -> CommandResult {
     if args.json_schema {

@@ -34,3 +34,4 @@ mod sandbox;
 mod sessions;
 mod supervise;
 mod tell;
+mod tui;
