@@ -495,6 +495,8 @@ pub struct ProbeOptions {
     pub seed: u64,
     /// `[worktree] seed`: files copied into the scratch worktree.
     pub worktree_seed: Vec<PathBuf>,
+    /// `[worktree] env` (a shared build cache): set for every run, under the perturbation.
+    pub env: Vec<(String, String)>,
 }
 
 /// Per-dimension tallies.
@@ -621,12 +623,16 @@ pub fn probe(
             .iter()
             .position(|d| *d == dimension)
             .unwrap_or(0);
-        let p = perturbation(
+        let mut p = perturbation(
             dimension,
             per_dim_count[slot],
             &mut rng,
             faketime.as_deref(),
         );
+        // The attempts' environment first, so a perturbed variable always wins.
+        let mut env = opts.env.clone();
+        env.append(&mut p.env);
+        p.env = env;
         per_dim_count[slot] += 1;
         let log = scratch
             .logs()

@@ -736,7 +736,7 @@ fn check_findings(
     // The attempts' environment (`[worktree] env`, e.g. a shared build cache) for every run.
     let extra = config.worktree_env(ws.root());
     let mut base = probe::perturbation(Dimension::Baseline, 0, &mut rng, None);
-    base.env.extend(extra.iter().cloned());
+    base.env.splice(0..0, extra.iter().cloned());
     let first = match probe::run_once(
         command,
         scratch.tree(),
@@ -823,7 +823,7 @@ fn check_findings(
             what: &what,
         });
         let mut p = probe::perturbation(dim, u64::from(i), &mut rng, None);
-        p.env.extend(extra.iter().cloned());
+        p.env.splice(0..0, extra.iter().cloned());
         match probe::run_once(
             command,
             scratch.tree(),
@@ -1005,7 +1005,7 @@ fn adequacy(
     }
     let mut tried = Vec::new();
     let mut base = probe::perturbation(Dimension::Baseline, 0, &mut Rng::new(0), None);
-    base.env.extend(extra_env.iter().cloned());
+    base.env.splice(0..0, extra_env.iter().cloned());
     let total = runs_before + files.len() as u32;
     for (i, file) in files.iter().enumerate() {
         progress(

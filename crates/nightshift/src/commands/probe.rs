@@ -44,12 +44,13 @@ pub fn run(args: &ProbeArgs) -> CommandResult {
     // Ctrl-C ends the check in flight and removes the scratch worktree before exiting.
     nightshift_core::stop::install();
     let path = ws.root().join(config::FILE_NAME);
-    let (timeout, seeds, configured) = if path.exists() || args.check.is_none() {
+    let (timeout, seeds, configured, env) = if path.exists() || args.check.is_none() {
         let cfg = config::load(&path)?;
         let check = nightshift_core::doctor::primary_check(&cfg);
-        (cfg.check.timeout, cfg.seed.clone(), check)
+        let env = cfg.worktree_env(ws.root());
+        (cfg.check.timeout, cfg.seed.clone(), check, env)
     } else {
-        (config::DEFAULT_CHECK_TIMEOUT, Vec::new(), None)
+        (config::DEFAULT_CHECK_TIMEOUT, Vec::new(), None, Vec::new())
     };
     let Some(command) = args.check.clone().or(configured) else {
         return Err(invalid("find a check to probe: none is configured")
@@ -77,6 +78,7 @@ pub fn run(args: &ProbeArgs) -> CommandResult {
         max_flake_rate: target,
         seed,
         worktree_seed: seeds,
+        env,
     };
     let json = args.json;
     let tty = std::io::stderr().is_terminal();

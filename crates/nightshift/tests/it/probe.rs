@@ -341,3 +341,16 @@ fn progress_is_counted_on_stderr_in_plain_lines_when_it_is_not_a_terminal() {
         "no terminal redraws into a pipe: {stderr:?}"
     );
 }
+
+#[test]
+fn worktree_env_reaches_every_probe_run() {
+    let repo = Repo::new(&[("README.md", "x\n")]);
+    repo.configure(&format!(
+        "{}\n[check]\ncommand = \"[ \\\"$SHARED_CACHE\\\" = set ]\"\n\n[worktree]\nenv = {{ SHARED_CACHE = \"set\" }}\n\n[[item]]\nid = \"a\"\nprompt = \"p\"\n",
+        repo.agent_table()
+    ));
+    let out = probe(&repo, &["--runs", "3", "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(j["majority"]["green"], true, "{j}");
+}
