@@ -49,8 +49,9 @@ pub enum Status {
 /// One precondition and what was found.
 #[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 pub struct Finding {
-    /// Stable name: `agent`, `git_repository`, `git_target`, `git_checkout`, `git_locks`,
-    /// `git_operation`, `check_runs`, `determinism`, `adequacy`, `config_template`, `notify`.
+    /// Stable name: `agent`, `git_repository`, `git_target`, `git_checkout`, `git_branches`,
+    /// `git_locks`, `git_operation`, `check_runs`, `determinism`, `adequacy`, `config_template`,
+    /// `notify`.
     pub name: String,
     pub class: GateClass,
     pub status: Status,
