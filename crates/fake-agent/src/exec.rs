@@ -30,6 +30,8 @@ pub struct Context {
     pub prompt_file: Option<PathBuf>,
     /// `NIGHTSHIFT_FEEDBACK_FILE`.
     pub feedback_file: Option<PathBuf>,
+    /// `$CODEX_HOME`, else `$HOME/.codex`: where `busy usage=rollout` writes.
+    pub codex_home: Option<PathBuf>,
     /// Under `--as claude|codex`: the CLI session this process runs (the `--session-id`, the
     /// resumed id, or a new Codex thread); `emit`, `busy` and `usage-limit` print it.
     pub cli_session: Option<String>,
@@ -64,6 +66,7 @@ impl Context {
             iteration: 1,
             prompt_file: None,
             feedback_file: None,
+            codex_home: None,
             cli_session: None,
         }
     }
@@ -99,6 +102,9 @@ impl Context {
             iteration: counter("NIGHTSHIFT_ITERATION")?,
             prompt_file: present("NIGHTSHIFT_PROMPT_FILE").map(PathBuf::from),
             feedback_file: present("NIGHTSHIFT_FEEDBACK_FILE").map(PathBuf::from),
+            codex_home: present("CODEX_HOME")
+                .map(PathBuf::from)
+                .or_else(|| present("HOME").map(|h| PathBuf::from(h).join(".codex"))),
             cli_session: None,
         })
     }
@@ -350,6 +356,52 @@ fn print_json<O: Write + ?Sized>(out: &mut O, what: &str, lines: &[Value]) -> Re
 }
 
 /// Blocks in sleep for the span; `Forever` never returns.
+/// Appends a `token_count` event with the thread's running total (half the output counted as
+/// reasoning) to the Codex rollout file
+/// (`$CODEX_HOME/sessions/YYYY/MM/DD/rollout-YYYY-MM-DDThh-mm-ss-<thread>.jsonl`).
+fn rollout_token_count(ctx: &Context, input: u64, output: u64) -> Result<(), String> {
+    let home = ctx
+        .codex_home
+        .as_ref()
+        .ok_or("busy usage=rollout: neither CODEX_HOME nor HOME is set")?;
+    let now = clock::Civil::from_epoch(clock::now_epoch());
+    let dir = home.join(format!(
+        "sessions/{:04}/{:02}/{:02}",
+        now.year, now.month, now.day
+    ));
+    std::fs::create_dir_all(&dir).map_err(|e| format!("busy: {}: {e}", dir.display()))?;
+    let thread = codex_thread(ctx);
+    let file = std::fs::read_dir(&dir)
+        .ok()
+        .and_then(|d| {
+            d.filter_map(Result::ok)
+                .map(|e| e.path())
+                .find(|p| p.to_string_lossy().ends_with(&format!("{thread}.jsonl")))
+        })
+        .unwrap_or_else(|| {
+            dir.join(format!(
+                "rollout-{:04}-{:02}-{:02}T{:02}-{:02}-{:02}-{thread}.jsonl",
+                now.year, now.month, now.day, now.hour, now.minute, now.second
+            ))
+        });
+    let line = serde_json::json!({
+        "timestamp": "2026-12-01T00:00:00.000Z",
+        "type": "event_msg",
+        "payload": {"type": "token_count", "info": {
+            "total_token_usage": {"input_tokens": input, "cached_input_tokens": 0,
+                "output_tokens": output, "reasoning_output_tokens": output / 2, "total_tokens": input + output},
+            "last_token_usage": null,
+            "model_context_window": 272000
+        }, "rate_limits": null}
+    });
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .open(&file)
+        .map_err(|e| format!("busy: {}: {e}", file.display()))?;
+    writeln!(f, "{line}").map_err(|e| format!("busy: {}: {e}", file.display()))
+}
+
 /// CPU an idle tick burns, and how often: 10 ms (one clock tick) every 2 s (0.5% of a core), like the idle real
 /// CLIs measured in 2026-12 (Claude a tick every few seconds, Codex every 2–6 s).
 const IDLE_BURN: Duration = Duration::from_millis(10);
@@ -407,6 +459,19 @@ fn run_busy<O: Write + ?Sized>(
                 busy.usage_per_turn,
                 busy.output_per_turn,
             )],
+            WireFormat::Codex if busy.rollout => {
+                rollout_token_count(
+                    ctx,
+                    turn.saturating_mul(busy.usage_per_turn),
+                    turn.saturating_mul(busy.output_per_turn),
+                )?;
+                codex::busy_turn(turn, busy.usage_per_turn, busy.output_per_turn)
+                    .into_iter()
+                    .filter(|l| {
+                        l["type"] == "item.completed" || (turn == 1 && l["type"] == "turn.started")
+                    })
+                    .collect()
+            }
             WireFormat::Codex => codex::busy_turn(turn, busy.usage_per_turn, busy.output_per_turn),
         };
         print_json(out, "busy", &lines)?;
@@ -724,6 +789,7 @@ mod tests {
                 iteration: 4,
                 prompt_file: Some("/p.md".into()),
                 feedback_file: None,
+                codex_home: None,
                 cli_session: None,
             })
         );

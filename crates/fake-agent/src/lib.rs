@@ -48,7 +48,7 @@
 //! |---|---|
 //! | `go-silent DURATION` / `go-silent forever` | a hung agent: print nothing, do nothing (blocked in sleep, no CPU), then go on (or never) |
 //! | `idle-ticks DURATION` / `idle-ticks forever` | a hung real CLI: print nothing, but burn 10 ms of CPU (one clock tick) every 2 s, as idle Claude and Codex do |
-//! | `busy DURATION\|forever usage-per-turn=N interval=DURATION [output-per-turn=N] [format=claude\|codex]` | a productive-looking loop: see below |
+//! | `busy DURATION\|forever usage-per-turn=N interval=DURATION [output-per-turn=N] [format=claude\|codex] [usage=stdout\|rollout]` | a productive-looking loop: see below (`usage=rollout`, Codex: no `turn.completed`; each turn appends a `token_count` event with the running total to `$CODEX_HOME/sessions/YYYY/MM/DD/rollout-…-<thread>.jsonl`, as the real CLI does in a long tool loop) |
 //! | `spawn-orphan PATH [interval=DURATION]` | leak a grandchild that escapes the process group: see below |
 //! | `ignore-sigterm` | from here on SIGTERM is ignored (also by processes started afterwards, which inherit it) |
 //! | `crash` | die by SIGABRT (`abort()`): no exit code, no more output, no core file (the core limit is set to 0 first) |

@@ -118,6 +118,10 @@ pub struct Busy {
     pub interval: Duration,
     /// What the turns look like.
     pub format: WireFormat,
+    /// `usage=rollout` (Codex only): like the real CLI in a long tool loop, the turns print no
+    /// `turn.completed`; each appends a `token_count` event with the thread's running total to
+    /// the rollout file `$CODEX_HOME/sessions/YYYY/MM/DD/rollout-…-<thread>.jsonl`.
+    pub rollout: bool,
 }
 
 /// When a usage limit resets.
@@ -494,8 +498,20 @@ fn parse_busy(args: &[Token]) -> Result<Step, String> {
     };
     let (mut usage_per_turn, mut output_per_turn, mut interval) = (None, 0, None);
     let mut format = WireFormat::default();
+    let mut rollout = false;
     for (key, value) in key_values("busy", pairs)? {
         match key {
+            "usage" => {
+                rollout = match value {
+                    "stdout" => false,
+                    "rollout" => true,
+                    other => {
+                        return Err(format!(
+                            "`busy`: `usage` must be `stdout` or `rollout`, got `{other}`"
+                        ));
+                    }
+                }
+            }
             "usage-per-turn" => usage_per_turn = Some(count(key, value)?),
             "output-per-turn" => output_per_turn = count(key, value)?,
             "interval" => interval = Some(positive_duration("busy", key, value)?),
@@ -503,7 +519,7 @@ fn parse_busy(args: &[Token]) -> Result<Step, String> {
             other => {
                 return Err(format!(
                     "`busy`: unknown key `{other}` (expected usage-per-turn, interval, \
-                     output-per-turn, format)"
+                     output-per-turn, format, usage)"
                 ));
             }
         }
@@ -515,6 +531,7 @@ fn parse_busy(args: &[Token]) -> Result<Step, String> {
         output_per_turn,
         interval: interval.ok_or_else(|| missing("interval"))?,
         format,
+        rollout,
     }))
 }
 
@@ -1276,7 +1293,8 @@ mod tests {
         assert_eq!(
             steps(
                 "busy forever usage-per-turn=5000 interval=200ms\n\
-                 busy 2m interval=1s usage-per-turn=0 output-per-turn=7 format=codex\n"
+                 busy 2m interval=1s usage-per-turn=0 output-per-turn=7 format=codex\n\
+                 busy forever usage-per-turn=9 interval=1s format=codex usage=rollout\n"
             ),
             vec![
                 Step::Busy(Busy {
@@ -1285,6 +1303,7 @@ mod tests {
                     output_per_turn: 0,
                     interval: Duration::from_millis(200),
                     format: WireFormat::Claude,
+                    rollout: false,
                 }),
                 Step::Busy(Busy {
                     span: Span::For(Duration::from_secs(120)),
@@ -1292,6 +1311,15 @@ mod tests {
                     output_per_turn: 7,
                     interval: Duration::from_secs(1),
                     format: WireFormat::Codex,
+                    rollout: false,
+                }),
+                Step::Busy(Busy {
+                    span: Span::Forever,
+                    usage_per_turn: 9,
+                    output_per_turn: 0,
+                    interval: Duration::from_secs(1),
+                    format: WireFormat::Codex,
+                    rollout: true,
                 }),
             ]
         );

@@ -44,6 +44,7 @@ fn packet(dir: &std::path::Path, script: &str, timeout: Duration) -> SessionPack
         enforce_budget: true,
         log_stall: false,
         clock: Arc::new(SystemClock),
+        usage_log_dir: None,
     }
 }
 

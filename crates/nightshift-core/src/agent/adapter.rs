@@ -131,6 +131,12 @@ pub trait Adapter: Sync {
         ResumeRule::Never
     }
 
+    /// Where the CLI writes a usage log beside its stream, tailed while it runs (Codex:
+    /// `$CODEX_HOME/sessions`).
+    fn usage_log_dir(&self) -> Option<PathBuf> {
+        None
+    }
+
     /// The CLI versions this adapter was tested against, for doctor.
     fn tested(&self) -> Option<TestedRange> {
         None

@@ -195,6 +195,9 @@ struct Segment {
 struct State {
     clock: ResetClock,
     seg: Segment,
+    /// After `--resume`, `total_cost_usd` is the conversation's: what it was before this
+    /// process (then the last total seen), so only the difference is counted.
+    prior_cost: Option<f64>,
     /// Finished processes.
     usage: Usage,
     turns: u32,
@@ -248,6 +251,10 @@ impl StreamParser for ClaudeParser {
 
     fn ends_on_finish(&self) -> bool {
         true
+    }
+
+    fn set_resumed_from(&mut self, _prior: Usage, prior_cost_usd: Option<f64>) {
+        self.state.prior_cost = Some(prior_cost_usd.unwrap_or(0.0));
     }
 }
 
@@ -488,9 +495,16 @@ impl State {
         if !delta.is_zero() {
             out.push(AgentEvent::Usage(delta));
         }
-        let cost = precise_number(json, "total_cost_usd", l.total_cost_usd.0)
+        let reported = precise_number(json, "total_cost_usd", l.total_cost_usd.0)
             .or_else(|| precise_number(json, "cost_usd", l.cost_usd.0))
             .or_else(|| precise_number(json, "total_cost", l.total_cost.0));
+        let cost = match (reported, self.prior_cost) {
+            (Some(total), Some(prior)) => {
+                self.prior_cost = Some(total.max(prior));
+                Some((total - prior).max(0.0))
+            }
+            (c, _) => c,
+        };
         let num_turns = l.num_turns.0.and_then(|n| u32::try_from(n).ok());
 
         self.usage += result_usage.unwrap_or(seg.usage);

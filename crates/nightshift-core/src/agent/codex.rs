@@ -124,7 +124,16 @@ impl CodexUsage {
 struct State {
     clock: ResetClock,
     turns: u32,
+    /// Usage from `turn.completed` (this process's share).
     usage: Usage,
+    /// For a resumed thread: its running total before this process (what `turn.completed`
+    /// counts on from), and the last running total seen.
+    resumed_from: Option<Usage>,
+    last_total: Option<Usage>,
+    /// This process's usage as the rollout file's `token_count` events tell it (mid-turn).
+    live: Usage,
+    /// What `Usage` events have reported so far (the max of `usage` and `live`).
+    reported: Usage,
     /// Tool items seen starting, so that their completion does not report the call twice.
     started: HashSet<Box<str>>,
     last_error: Option<String>,
@@ -175,7 +184,7 @@ impl StreamParser for CodexParser {
 
     fn totals(&self) -> SessionTotals {
         SessionTotals {
-            usage: self.state.usage,
+            usage: self.state.process_usage(),
             turns: self.state.turns,
             cost_usd: None,
             by_model: Default::default(),
@@ -185,6 +194,55 @@ impl StreamParser for CodexParser {
     fn set_now(&mut self, now: i64) {
         self.state.clock.now = Some(now);
     }
+
+    fn set_resumed_from(&mut self, prior: Usage, _prior_cost_usd: Option<f64>) {
+        self.state.resumed_from = Some(prior);
+    }
+
+    fn live_usage(&mut self, line: &[u8]) -> Vec<AgentEvent> {
+        let Some(total) = rollout_total(line) else {
+            return Vec::new();
+        };
+        let s = &mut self.state;
+        let process = total.saturating_sub(s.resumed_from.unwrap_or_default());
+        s.live = max_usage(s.live, process);
+        let mut out = Vec::new();
+        s.report(&mut out);
+        out
+    }
+}
+
+/// One line of Codex's rollout file (`$CODEX_HOME/sessions/YYYY/MM/DD/rollout-*-<thread>.jsonl`):
+/// the thread's running total from a `token_count` event
+/// (`{"type":"event_msg","payload":{"type":"token_count","info":{"total_token_usage":{…}}}}`),
+/// written after every model response, so a long turn shows its spend as it goes.
+pub fn rollout_total(line: &[u8]) -> Option<Usage> {
+    #[derive(Deserialize, Default)]
+    #[serde(default)]
+    struct RolloutLine<'a> {
+        #[serde(rename = "type", borrow)]
+        kind: Str<'a>,
+        #[serde(borrow)]
+        payload: Obj<Payload<'a>>,
+    }
+    #[derive(Deserialize, Default)]
+    #[serde(default)]
+    struct Payload<'a> {
+        #[serde(rename = "type", borrow)]
+        kind: Str<'a>,
+        info: Obj<Info>,
+    }
+    #[derive(Deserialize, Default)]
+    #[serde(default)]
+    struct Info {
+        total_token_usage: Obj<CodexUsage>,
+    }
+    let l: RolloutLine = serde_json::from_slice(line).ok()?;
+    let p = l.payload.0.as_ref()?;
+    if l.kind.get() != Some("event_msg") || p.kind.get() != Some("token_count") {
+        return None;
+    }
+    Some(p.info.0.as_ref()?.total_token_usage.0?.to_usage())
 }
 
 /// A tool-like item's name for [`AgentEvent::ToolCall`], or `None` for items that are not calls.
@@ -239,10 +297,17 @@ impl Dialect for State {
             }
             "turn.completed" => {
                 let u = l.usage.0.map(CodexUsage::to_usage).unwrap_or_default();
-                self.usage += u;
-                if !u.is_zero() {
-                    out.push(AgentEvent::Usage(u));
-                }
+                // After `exec resume`, `turn.completed` is the thread's running total.
+                let delta = match self.resumed_from {
+                    Some(base) => {
+                        let prev = self.last_total.unwrap_or(base);
+                        self.last_total = Some(u);
+                        u.saturating_sub(prev)
+                    }
+                    None => u,
+                };
+                self.usage += delta;
+                self.report(out);
                 self.finished = true;
                 out.push(AgentEvent::Finished(Finished {
                     kind: FinishKind::Ok,
@@ -292,7 +357,33 @@ impl Dialect for State {
     }
 }
 
+/// Field by field, the larger.
+fn max_usage(a: Usage, b: Usage) -> Usage {
+    Usage {
+        input: a.input.max(b.input),
+        output: a.output.max(b.output),
+        cache_read: a.cache_read.max(b.cache_read),
+        cache_write: a.cache_write.max(b.cache_write),
+        reasoning: a.reasoning.max(b.reasoning),
+    }
+}
+
 impl State {
+    /// This process's usage: what `turn.completed` said, or the rollout when it is ahead.
+    fn process_usage(&self) -> Usage {
+        max_usage(self.usage, self.live)
+    }
+
+    /// Reports what the usage grew by since the last report.
+    fn report(&mut self, out: &mut Vec<AgentEvent>) {
+        let now = self.process_usage();
+        let delta = now.saturating_sub(self.reported);
+        self.reported = max_usage(self.reported, now);
+        if !delta.is_zero() {
+            out.push(AgentEvent::Usage(delta));
+        }
+    }
+
     fn item_completed(&mut self, item: &Item, out: &mut Vec<AgentEvent>) {
         let status = item.status.get();
         if item.kind.get() == Some("agent_message") {
@@ -487,6 +578,18 @@ impl super::adapter::Adapter for CodexAdapter {
 
     fn resume(&self) -> super::adapter::ResumeRule {
         super::adapter::ResumeRule::ById
+    }
+
+    fn usage_log_dir(&self) -> Option<std::path::PathBuf> {
+        let home = std::env::var_os("CODEX_HOME")
+            .filter(|h| !h.is_empty())
+            .map(std::path::PathBuf::from)
+            .or_else(|| {
+                std::env::var_os("HOME")
+                    .filter(|h| !h.is_empty())
+                    .map(|h| std::path::PathBuf::from(h).join(".codex"))
+            })?;
+        Some(home.join("sessions"))
     }
 
     fn tested(&self) -> Option<super::adapter::TestedRange> {

@@ -233,6 +233,17 @@ pub trait StreamParser: Send {
     /// times resolve.
     fn set_now(&mut self, now: i64);
 
+    /// This process resumes a session that had already spent `prior` (and cost `prior_cost_usd`)
+    /// in earlier processes: CLIs that report the conversation's running total after a resume
+    /// (Codex `turn.completed`, Claude `total_cost_usd`) count only the difference.
+    fn set_resumed_from(&mut self, _prior: Usage, _prior_cost_usd: Option<f64>) {}
+
+    /// One line of the CLI's side usage log (Codex's rollout file), read while the session
+    /// runs: usage the stream does not show until the turn ends.
+    fn live_usage(&mut self, _line: &[u8]) -> Vec<AgentEvent> {
+        Vec::new()
+    }
+
     /// Whether a [`AgentEvent::Finished`] is the CLI's final word for the process, after which
     /// it should exit (Claude's `result`; Codex's `turn.completed` is not: an `exec` may run
     /// more turns). A process that lingers past a grace after it is ended as its result says.

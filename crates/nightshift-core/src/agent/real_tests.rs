@@ -245,3 +245,196 @@ fn gemini_exit_codes_are_mapped() {
             .unwrap_or_default();
     assert!(stderr.contains("--skip-trust"));
 }
+
+#[test]
+fn after_a_resume_only_the_difference_is_counted() {
+    // Claude: the second process's `total_cost_usd` (0.0426) is the conversation's.
+    let first = summarize("claude-2.1.332_resume_first_process.jsonl");
+    let bytes = std::fs::read(
+        PathBuf::from(DIR).join("claude-2.1.332_resume_second_process_cumulative_cost.jsonl"),
+    )
+    .unwrap_or_default();
+    let mut p = parser("claude");
+    p.set_resumed_from(first.usage, first.cost_usd);
+    for line in bytes.split_inclusive(|b| *b == b'\n') {
+        p.feed_line(line);
+    }
+    p.finish();
+    let cost = p.totals().cost_usd.unwrap_or_default();
+    assert!((cost - 0.0213).abs() < 1e-9, "{cost}");
+
+    // Codex: after `exec resume`, turn.completed (5400 in, 4400 cached, 140 out) is the
+    // thread's running total; the first process spent 2700/2200/70.
+    let ship = summarize("codex_exec_ship.jsonl");
+    let bytes = std::fs::read(PathBuf::from(DIR).join("codex_exec_resume_cumulative_usage.jsonl"))
+        .unwrap_or_default();
+    let mut p = parser("codex");
+    p.set_resumed_from(ship.usage, None);
+    for line in bytes.split_inclusive(|b| *b == b'\n') {
+        p.feed_line(line);
+    }
+    p.finish();
+    assert_eq!(
+        p.totals().usage,
+        Usage {
+            input: 500,
+            output: 70,
+            cache_read: 2200,
+            cache_write: 0,
+            reasoning: 10
+        }
+    );
+}
+
+#[test]
+fn codex_rollout_token_counts_are_live_usage() {
+    let mut p = parser("codex");
+    let line = |input: u64, cached: u64, output: u64| {
+        serde_json::json!({
+            "timestamp": "2026-12-01T19:00:00.000Z",
+            "type": "event_msg",
+            "payload": {"type": "token_count", "info": {
+                "total_token_usage": {"input_tokens": input, "cached_input_tokens": cached,
+                    "output_tokens": output, "reasoning_output_tokens": 0, "total_tokens": input + output},
+                "last_token_usage": {"input_tokens": 1}
+            }}
+        })
+        .to_string()
+    };
+    let e = p.live_usage(line(1000, 800, 10).as_bytes());
+    assert_eq!(
+        e,
+        [AgentEvent::Usage(Usage {
+            input: 200,
+            output: 10,
+            cache_read: 800,
+            cache_write: 0,
+            reasoning: 0
+        })]
+    );
+    // The next response: only the growth is reported; other lines say nothing.
+    let e = p.live_usage(line(2000, 1600, 30).as_bytes());
+    assert_eq!(
+        e,
+        [AgentEvent::Usage(Usage {
+            input: 200,
+            output: 20,
+            cache_read: 800,
+            cache_write: 0,
+            reasoning: 0
+        })]
+    );
+    assert!(
+        p.live_usage(br#"{"type":"response_item","payload":{}}"#)
+            .is_empty()
+    );
+    assert!(p.live_usage(b"\xff garbage").is_empty());
+    // turn.completed with the same total adds nothing.
+    let done = br#"{"type":"turn.completed","usage":{"input_tokens":2000,"cached_input_tokens":1600,"output_tokens":30}}"#;
+    let e = p.feed_line(done);
+    assert!(
+        !e.iter().any(|e| matches!(e, AgentEvent::Usage(_))),
+        "{e:?}"
+    );
+    assert_eq!(p.totals().usage.input + p.totals().usage.cache_read, 2000);
+}
+
+mod fuzz {
+    use proptest::prelude::*;
+
+    use super::super::*;
+
+    /// Lines an adversarial agent could print: arbitrary bytes, arbitrary UTF-8, and JSON-ish
+    /// text built from the CLIs' own keys.
+    fn line() -> impl Strategy<Value = Vec<u8>> {
+        let keys = prop::sample::select(vec![
+            "type",
+            "subtype",
+            "result",
+            "usage",
+            "message",
+            "id",
+            "content",
+            "text",
+            "tool_use",
+            "session_id",
+            "thread_id",
+            "turn.completed",
+            "turn.failed",
+            "error",
+            "input_tokens",
+            "output_tokens",
+            "rate_limit_event",
+            "rate_limit_info",
+            "resetsAt",
+            "status",
+            "rejected",
+            "permission_denials",
+            "tool_input",
+            "stream_event",
+            "message_delta",
+            "stats",
+            "init",
+            "event_msg",
+            "payload",
+            "token_count",
+            "info",
+            "total_token_usage",
+            "item.completed",
+            "item",
+            "command_execution",
+            "Tokens:",
+        ]);
+        let json_ish = prop::collection::vec(
+            (
+                keys,
+                prop::sample::select(vec![
+                    "{", "}", "[", "]", ":", ",", "\"", "0", "-1", "1e999", "null", "true", " ",
+                ]),
+            ),
+            0..40,
+        )
+        .prop_map(|parts| {
+            parts
+                .into_iter()
+                .map(|(k, p)| format!("\"{k}\"{p}"))
+                .collect::<String>()
+                .into_bytes()
+        });
+        prop_oneof![
+            prop::collection::vec(any::<u8>(), 0..300),
+            any::<String>().prop_map(String::into_bytes),
+            json_ish.clone(),
+            json_ish.prop_map(|mut v| {
+                v.insert(0, b'{');
+                v.push(b'}');
+                v
+            }),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+        #[test]
+        fn no_parser_panics_on_any_lines(lines in prop::collection::vec(line(), 0..12)) {
+            for name in ["claude", "codex", "gemini", "aider"] {
+                let Some(mut p) = parser_for(name) else { continue };
+                p.set_now(1_796_151_600);
+                p.set_resumed_from(Usage { input: 5, ..Usage::default() }, Some(0.5));
+                for l in &lines {
+                    p.feed_line(l);
+                    p.live_usage(l);
+                }
+                p.finish();
+                let t = p.totals();
+                prop_assert!(t.cost_usd.is_none_or(|c| !c.is_nan()));
+                let _ = p.exit_kind(41);
+            }
+            for l in &lines {
+                let _ = codex::rollout_total(l);
+                let _ = reset::reset_from_text(&String::from_utf8_lossy(l), Some(1_796_151_600), &jiff::tz::TimeZone::UTC);
+            }
+        }
+    }
+}

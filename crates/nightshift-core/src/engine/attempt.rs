@@ -20,6 +20,13 @@ use crate::store::{AttemptRow, CheckStage, EventKind, ItemRow, Spend};
 /// clocks differ).
 const RESET_MARGIN_SECS: i64 = 2;
 
+/// What a session of a CLI that resumes is tracked by: the session id already journaled, and
+/// what earlier processes of a resumed session spent.
+pub(super) struct CliTrack {
+    pub known: Option<String>,
+    pub resumed_from: Option<(crate::agent::Usage, Option<f64>)>,
+}
+
 /// The shortest wait after a usage limit, doubling with each environmental rerun of the
 /// attempt (5 s, 10 s, … capped at 10 min): a reset in the past never relaunches at once.
 pub(super) fn rate_limit_floor(env_retries: u32) -> i64 {
@@ -343,8 +350,14 @@ impl Engine<'_> {
         });
         let budget = self.session_budget(item)?;
         let agent = self.config.agent.clone();
-        let track =
-            (adapter.resume() != crate::agent::ResumeRule::Never).then(|| known_session.clone());
+        let resumed_from = match &resume {
+            Some(id) => Some(self.spent_in_session(&att.item, att.attempt, id)?),
+            None => None,
+        };
+        let track = (adapter.resume() != crate::agent::ResumeRule::Never).then(|| CliTrack {
+            known: known_session.clone(),
+            resumed_from,
+        });
         let end = self.supervise_session(spec, &agent, budget, &att.item, att.attempt, track)?;
         if end.outcome == Outcome::SpawnFailed {
             // Every item would fail the same way: halt resumable instead of draining the queue.
@@ -383,6 +396,7 @@ impl Engine<'_> {
             weighted: t.usage.weighted(self.config.budget.cache_read_weight),
             turns: t.turns,
             cost_usd: t.cost_usd,
+            reasoning: t.usage.reasoning,
         });
         let agent_session = end.agent_session.clone().or(passed_session);
         self.record(EventKind::SessionEnded {
@@ -402,6 +416,43 @@ impl Engine<'_> {
 
     /// Runs one agent session under the run's gates (stall, budget), journaling its budget
     /// crossings and stalls the moment they happen (and writing ATTENTION for them).
+    /// What the earlier processes of CLI session `id` (this attempt) spent, from the journal:
+    /// the baseline a resumed CLI's running totals are counted from.
+    fn spent_in_session(
+        &self,
+        item: &str,
+        attempt: u32,
+        id: &str,
+    ) -> Result<(crate::agent::Usage, Option<f64>), EngineError> {
+        let mut usage = crate::agent::Usage::default();
+        let mut cost: Option<f64> = None;
+        for e in self.store.run_events(&self.run_id(), &["session_ended"])? {
+            if let EventKind::SessionEnded {
+                item: i,
+                attempt: a,
+                agent_session: Some(s),
+                spend: Some(spend),
+                ..
+            } = &e.kind
+                && i == item
+                && *a == attempt
+                && s == id
+            {
+                usage += crate::agent::Usage {
+                    input: spend.input,
+                    output: spend.output,
+                    cache_read: spend.cache_read,
+                    cache_write: spend.cache_write,
+                    reasoning: 0,
+                };
+                if let Some(c) = spend.cost_usd {
+                    *cost.get_or_insert(0.0) += c;
+                }
+            }
+        }
+        Ok((usage, cost))
+    }
+
     pub(super) fn supervise_session(
         &mut self,
         spec: ProcessSpec,
@@ -409,20 +460,34 @@ impl Engine<'_> {
         budget: Budget,
         item: &str,
         attempt: u32,
-        track_session: Option<Option<String>>,
+        track: Option<CliTrack>,
     ) -> Result<ProcessEnd, EngineError> {
         let run_id = self.run_id();
         let stall = self.config.gates.mode("stall");
         let budget_gate = self.config.gates.mode("budget");
+        let mut parser = launch::parser(agent);
+        if let (Some(p), Some((usage, cost))) =
+            (parser.as_mut(), track.as_ref().and_then(|t| t.resumed_from))
+        {
+            p.set_resumed_from(usage, cost);
+        }
+        let (track_session, usage_log_dir) = match track {
+            Some(t) => (
+                Some(t.known),
+                crate::agent::adapter_for(agent.kind).usage_log_dir(),
+            ),
+            None => (None, None),
+        };
         let packet = SessionPacket {
             spec,
-            parser: launch::parser(agent),
+            parser,
             stall_grace: (stall != crate::gate::GateMode::Off)
                 .then_some(self.config.session.stall_grace),
             budget,
             enforce_budget: budget_gate == crate::gate::GateMode::Enforce,
             log_stall: stall == crate::gate::GateMode::Log,
             clock: self.clock.clone(),
+            usage_log_dir,
         };
         let mut sink = Journal {
             store: &mut self.store,

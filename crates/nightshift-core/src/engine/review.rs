@@ -307,6 +307,7 @@ impl Engine<'_> {
             weighted: t.usage.weighted(self.config.budget.cache_read_weight),
             turns: t.turns,
             cost_usd: t.cost_usd,
+            reasoning: t.usage.reasoning,
         });
         Ok(ReviewEnd {
             end,

@@ -136,6 +136,7 @@ pub(super) async fn supervise(
         enforce_budget,
         log_stall,
         clock,
+        usage_log_dir,
     } = packet;
     // Never truncate an earlier log (a session re-run after a crash keeps the first one).
     let log = std::fs::OpenOptions::new()
@@ -205,6 +206,7 @@ pub(super) async fn supervise(
     let mut guard = Guard::new(budget);
     let mut stream = StreamState::default();
     let mut cpu = CpuWindow::new(clock.boot());
+    let mut usage_log = usage_log_dir.map(UsageLog::new);
     // When the stream's final result arrived (the session is over; the process should exit).
     let mut result_at: Option<Duration> = None;
     let mut files_seen = stall
@@ -269,7 +271,17 @@ pub(super) async fn supervise(
                 leak_at.as_mut().reset(tokio::time::Instant::now() + LEAK_TIMEOUT);
             },
             () = &mut tick, if status.is_none() && ending.is_none() => {
-                if crate::stop::now_requested() {
+                if let (Some(log), Some(p), Some(id)) =
+                    (usage_log.as_mut(), parser.as_mut(), stream.agent_session.as_deref())
+                {
+                    for line in log.read_new(id, clock.boot()) {
+                        let events = p.live_usage(&line);
+                        decided = decided.or(absorb(p.as_ref(), events, &mut stream, &mut guard, enforce_budget, on_event));
+                    }
+                }
+                if decided.is_some() {
+                    // A budget crossed mid-turn, seen in the usage log.
+                } else if crate::stop::now_requested() {
                     decided = Some(Ending::Stopped);
                 } else if result_at.is_some_and(|at| clock.boot().saturating_sub(at) >= RESULT_GRACE) {
                     decided = Some(Ending::Lingered);
@@ -507,6 +519,108 @@ fn classify_stream(stream: &StreamState, success: bool) -> (Outcome, Option<i64>
     } else {
         (Outcome::Failed, None, None)
     }
+}
+
+/// A CLI's usage log, tailed: found by the session id in its name, then read from where the
+/// last read stopped (whole lines only, at most 1 MiB per read).
+struct UsageLog {
+    dir: std::path::PathBuf,
+    file: Option<(std::path::PathBuf, u64)>,
+    looked: Option<Duration>,
+    partial: Vec<u8>,
+}
+
+impl UsageLog {
+    const MAX_READ: u64 = 1024 * 1024;
+
+    fn new(dir: std::path::PathBuf) -> UsageLog {
+        UsageLog {
+            dir,
+            file: None,
+            looked: None,
+            partial: Vec::new(),
+        }
+    }
+
+    /// Complete lines appended since the last call.
+    fn read_new(&mut self, session: &str, now: Duration) -> Vec<Vec<u8>> {
+        use std::io::{Read, Seek, SeekFrom};
+        if self.file.is_none() {
+            // Looking costs a directory walk: at most once a second.
+            if self
+                .looked
+                .is_some_and(|at| now.saturating_sub(at) < Duration::from_secs(1))
+            {
+                return Vec::new();
+            }
+            self.looked = Some(now);
+            self.file = find_usage_log(&self.dir, session).map(|f| (f, 0));
+        }
+        let Some((path, offset)) = self.file.as_mut() else {
+            return Vec::new();
+        };
+        let Ok(mut f) = std::fs::File::open(&*path) else {
+            return Vec::new();
+        };
+        if f.seek(SeekFrom::Start(*offset)).is_err() {
+            return Vec::new();
+        }
+        let mut buf = Vec::new();
+        let n = f.take(Self::MAX_READ).read_to_end(&mut buf).unwrap_or(0);
+        *offset += n as u64;
+        self.partial.extend_from_slice(&buf[..n.min(buf.len())]);
+        let Some(end) = self.partial.iter().rposition(|b| *b == b'\n') else {
+            if self.partial.len() > MAX_LINE {
+                self.partial.clear();
+            }
+            return Vec::new();
+        };
+        let rest = self.partial.split_off(end + 1);
+        let lines = std::mem::replace(&mut self.partial, rest);
+        lines
+            .split(|b| *b == b'\n')
+            .filter(|l| !l.is_empty())
+            .map(<[u8]>::to_vec)
+            .collect()
+    }
+}
+
+/// `rollout-*<session>.jsonl` under `dir` (Codex: `sessions/YYYY/MM/DD/`), newest day first, at
+/// most three levels down and the last few days.
+fn find_usage_log(dir: &std::path::Path, session: &str) -> Option<std::path::PathBuf> {
+    fn sorted_dirs(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+        let mut v: Vec<_> = std::fs::read_dir(dir)
+            .map(|d| d.filter_map(Result::ok).map(|e| e.path()).collect())
+            .unwrap_or_default();
+        v.sort();
+        v.reverse();
+        v
+    }
+    let suffix = format!("{session}.jsonl");
+    let matches = |p: &std::path::Path| {
+        p.file_name()
+            .and_then(|n| n.to_str())
+            .is_some_and(|n| n.starts_with("rollout-") && n.ends_with(&suffix))
+    };
+    let mut days = 0;
+    for year in sorted_dirs(dir).into_iter().filter(|p| p.is_dir()).take(2) {
+        for month in sorted_dirs(&year)
+            .into_iter()
+            .filter(|p| p.is_dir())
+            .take(2)
+        {
+            for day in sorted_dirs(&month).into_iter().filter(|p| p.is_dir()) {
+                if let Some(f) = sorted_dirs(&day).into_iter().find(|p| matches(p)) {
+                    return Some(f);
+                }
+                days += 1;
+                if days >= 3 {
+                    return None;
+                }
+            }
+        }
+    }
+    None
 }
 
 /// CPU time of the process group, judged per window against [`CPU_ACTIVE_TICKS`].

@@ -102,6 +102,10 @@ pub struct SessionPacket {
     /// every further grace) but does not end the session.
     pub log_stall: bool,
     pub clock: Arc<dyn Clock>,
+    /// Where the CLI writes a usage log beside its stream (Codex: `$CODEX_HOME/sessions`, its
+    /// rollout files): tailed while the session runs, once the stream names its session, and
+    /// fed to the parser's [`StreamParser::live_usage`].
+    pub usage_log_dir: Option<PathBuf>,
 }
 
 /// What happens during a session, reported upward the moment it happens.
@@ -176,6 +180,7 @@ pub fn run(spec: &ProcessSpec) -> Result<ProcessEnd, SessionError> {
             enforce_budget: false,
             log_stall: false,
             clock: Arc::new(SystemClock),
+            usage_log_dir: None,
         },
         &mut |_| {},
     )

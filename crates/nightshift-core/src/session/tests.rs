@@ -111,6 +111,7 @@ fn a_quiet_agent_that_keeps_writing_files_is_not_stalled() {
         enforce_budget: true,
         log_stall: false,
         clock: Arc::new(SystemClock),
+        usage_log_dir: None,
     };
     packet.spec.tail_bytes = 64;
     let end = run_session(packet, &mut |_| {}).unwrap();
@@ -130,6 +131,7 @@ fn a_silent_idle_agent_is_stalled_after_the_grace() {
             enforce_budget: true,
             log_stall: false,
             clock: Arc::new(SystemClock),
+            usage_log_dir: None,
         },
         &mut |e| events.push(e),
     )
@@ -182,6 +184,7 @@ fn replay(dir: &std::path::Path, capture: &str, exit: i32, parser: &str) -> Proc
             enforce_budget: true,
             log_stall: false,
             clock: Arc::new(SystemClock),
+            usage_log_dir: None,
         },
         &mut |_| {},
     )
@@ -285,6 +288,7 @@ fn a_gemini_exit_code_without_a_stream_ending_is_classified() {
         enforce_budget: true,
         log_stall: false,
         clock: Arc::new(SystemClock),
+        usage_log_dir: None,
     };
     let end = run_session(packet(&script), &mut |_| {}).unwrap();
     assert_eq!(end.outcome, Outcome::EnvFault);

@@ -77,6 +77,14 @@ pub struct Spend {
     pub turns: u32,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cost_usd: Option<f64>,
+    /// The part of `output` that was reasoning (Codex `reasoning_output_tokens`), for the
+    /// record; already counted in `output`.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub reasoning: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// What happened, with the data the fold needs.

@@ -279,3 +279,68 @@ fn an_idle_real_cli_burning_cpu_ticks_is_stalled_and_nudged_by_resume() {
     );
     assert_eq!(l[0].1, l[1].1, "the nudge resumed the stalled session");
 }
+
+#[test]
+fn a_runaway_codex_turn_trips_the_session_budget_mid_turn_from_its_rollout_file() {
+    let repo = Repo::new(&project());
+    // A long tool loop: usage only in the rollout file, never a turn.completed.
+    repo.agent(
+        "a",
+        "busy forever usage-per-turn=400 output-per-turn=10 interval=200ms format=codex usage=rollout\n",
+    );
+    let config = plan(&repo, &["a"], 1, 1)
+        .replace(&repo.agent_table(), &cli_agent(&repo, "codex"))
+        .replace(
+            "[limits]\n",
+            "[limits]\nsession_timeout = \"2m\"\nkill_grace = \"200ms\"\nsession_tokens = 1000\n",
+        );
+    repo.configure(&config);
+    let out = repo.run(&["run"]);
+    assert_eq!(out.status.code(), Some(11), "{}", text(&out));
+    assert_eq!(outcomes(&repo, "a")[0], Outcome::OverBudget);
+    let events = repo.store().events_after(0, 100_000).unwrap();
+    let spent = events
+        .iter()
+        .find_map(|e| match &e.kind {
+            EventKind::SessionEnded { spend: Some(s), .. } => Some(*s),
+            _ => None,
+        })
+        .expect("spend");
+    // Reasoning tokens are journaled (half the output, as the fake's rollout says).
+    assert!(
+        spent.reasoning > 0 && spent.reasoning * 2 <= spent.output,
+        "{spent:?}"
+    );
+    let spent = spent.weighted;
+    // Tripped at the first token_count past the limit: 1230 (3 turns of 410), give or take
+    // the turn already written when the session was ended.
+    assert!((1000.0..=2000.0).contains(&spent), "spent {spent}");
+}
+
+#[test]
+fn a_permission_denial_is_an_outcome_the_log_shows_with_tool_and_path() {
+    let repo = Repo::new(&project());
+    // What headless Claude without a permission flag ends with: success, and a denied Write.
+    repo.agent(
+        "a",
+        "print \"{\\\"type\\\":\\\"system\\\",\\\"subtype\\\":\\\"init\\\",\\\"session_id\\\":\\\"s-1\\\"}\"\nprint \"{\\\"type\\\":\\\"result\\\",\\\"subtype\\\":\\\"success\\\",\\\"is_error\\\":false,\\\"session_id\\\":\\\"s-1\\\",\\\"permission_denials\\\":[{\\\"tool_name\\\":\\\"Write\\\",\\\"tool_input\\\":{\\\"file_path\\\":\\\"done/a\\\"}}]}\"\n",
+    );
+    let config =
+        plan(&repo, &["a"], 1, 1).replace("command = [", "format = \"claude-stream\"\ncommand = [");
+    repo.configure(&config);
+    let out = repo.run(&["run"]);
+    assert_eq!(out.status.code(), Some(11), "{}", text(&out));
+    // Never a silent "completed" (the parked item gets one more attempt in the next pass).
+    let o = outcomes(&repo, "a");
+    assert!(
+        !o.is_empty() && o.iter().all(|o| *o == Outcome::PermissionDenied),
+        "{o:?}"
+    );
+    // The run's progress and `nightshift log` say so, with the tool and the path.
+    for shown in [text(&out), text(&repo.run(&["log"]))] {
+        assert!(
+            shown.contains("was denied permission") && shown.contains("Write done/a"),
+            "{shown}"
+        );
+    }
+}
