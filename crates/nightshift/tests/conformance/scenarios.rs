@@ -181,10 +181,10 @@ fn stall(agent: &Agent) -> Row {
     }
     let nudged = events.iter().any(|e| e["kind"] == "session_nudged");
     c.check(nudged, "a nudge before `stalled`");
-    // The nudge resumed the CLI's own session: the second session names the first's id.
+    // The nudge resumed the CLI's own session: the first attempt's sessions share one id.
     let ids: Vec<&str> = events
         .iter()
-        .filter(|e| is_session_end(e))
+        .filter(|e| is_session_end(e) && e["attempt"] == 1)
         .filter_map(|e| e["agent_session"].as_str())
         .collect();
     c.check(
