@@ -338,6 +338,7 @@ fn kind(e: &AgentEvent) -> &'static str {
         AgentEvent::Usage(_) => "usage",
         AgentEvent::Retrying { .. } => "retrying",
         AgentEvent::RateLimit { .. } => "rate_limit",
+        AgentEvent::PermissionDenied { .. } => "permission_denied",
         AgentEvent::Finished(_) => "finished",
         AgentEvent::Unknown { .. } => "unknown",
         AgentEvent::Malformed { .. } => "malformed",

@@ -35,6 +35,8 @@ fn packet(dir: &std::path::Path, script: &str, timeout: Duration) -> SessionPack
             kill_grace: Duration::from_secs(2),
             log: dir.join("session.log"),
             tail_bytes: 1024,
+            env_allow: None,
+            stdin: None,
         },
         parser: None,
         stall_grace: None,

@@ -1,9 +1,10 @@
 //! `nightshift accept ITEM` and `nightshift confirm ITEM`: non-destructive continuation.
 //!
-//! An escalated (or parked, or deferred) attempt keeps its branch; so does one awaiting an
-//! operator. Accepting integrates that kept work — no new dev session, nothing re-driven — after
-//! running the check again on the work merged onto the target's current tip. A red check or a
-//! conflict moves nothing. Shipping without the review records a debt, which the next run
+//! An escalated (or deferred) attempt keeps its branch; so does one awaiting an operator; a
+//! parked item's attempts are kept under their preserve refs. Accepting integrates that kept
+//! work — no new dev session, nothing re-driven — after running the check and the guards again
+//! on the work merged onto the target's current tip. A red check, a failed guard or a conflict
+//! moves nothing. Shipping without the review records a debt, which the next run
 //! reviews before anything else.
 
 use std::path::{Path, PathBuf};
@@ -55,7 +56,9 @@ pub enum AcceptError {
         state: String,
         wanted: &'static str,
     },
-    #[error("find the kept work of `{item}`: no attempt of it has a kept branch")]
+    #[error(
+        "find the kept work of `{item}`: no attempt of it has a kept branch or a preserved change"
+    )]
     NoKeptWork { item: String },
     #[error("merge `{item}` onto {target}: it conflicts in {}", paths.join(", "))]
     Conflict {
@@ -127,21 +130,8 @@ pub fn accept(opts: &AcceptOptions<'_>) -> Result<Accepted, AcceptError> {
             },
         });
     }
-    let att = kept_attempt(&store, &run.id, &item)?;
     let git = Git::new(ws.root());
-    let candidate = match att
-        .candidate
-        .as_deref()
-        .map(|c| git.resolve(c))
-        .transpose()?
-    {
-        Some(Some(c)) => c,
-        _ => git
-            .resolve(&format!("refs/heads/{}", att.branch))?
-            .ok_or_else(|| AcceptError::NoKeptWork {
-                item: item.id.clone(),
-            })?,
-    };
+    let (att, candidate) = kept_work(&store, &git, &run.id, &item)?;
     let target_ref = format!("refs/heads/{}", run.target);
     let tip = git
         .resolve(&target_ref)?
@@ -261,16 +251,54 @@ fn merge_check_and_move(
     Ok(merged)
 }
 
-/// The item's latest attempt that kept its branch.
-fn kept_attempt(store: &Store, run_id: &str, item: &ItemRow) -> Result<AttemptRow, AcceptError> {
-    store
+/// The item's kept work and the commit that holds it: the latest attempt that kept its branch
+/// (escalated, awaiting an operator: its candidate, else its branch), else — a parked item,
+/// whose branches are gone — the latest failed attempt's preserve ref (its commits and its
+/// whole tree at the end, as `restore` shows it). Work that changes nothing is not kept work.
+fn kept_work(
+    store: &Store,
+    git: &Git,
+    run_id: &str,
+    item: &ItemRow,
+) -> Result<(AttemptRow, String), AcceptError> {
+    let no_kept_work = || AcceptError::NoKeptWork {
+        item: item.id.clone(),
+    };
+    let failed: Vec<AttemptRow> = store
         .attempts(run_id)?
         .into_iter()
-        .filter(|a| a.item == item.id && a.keep_branch && a.phase == "failed")
+        .filter(|a| a.item == item.id && a.phase == "failed")
+        .collect();
+    if let Some(att) = failed
+        .iter()
+        .filter(|a| a.keep_branch)
         .max_by_key(|a| a.attempt)
-        .ok_or_else(|| AcceptError::NoKeptWork {
-            item: item.id.clone(),
-        })
+    {
+        let candidate = match att
+            .candidate
+            .as_deref()
+            .map(|c| git.resolve(c))
+            .transpose()?
+        {
+            Some(Some(c)) => c,
+            _ => git
+                .resolve(&format!("refs/heads/{}", att.branch))?
+                .ok_or_else(no_kept_work)?,
+        };
+        return Ok((att.clone(), candidate));
+    }
+    let mut preserved: Vec<&AttemptRow> =
+        failed.iter().filter(|a| a.preserve_ref.is_some()).collect();
+    preserved.sort_by_key(|a| std::cmp::Reverse(a.attempt));
+    for att in preserved {
+        let Some(commit) = git.resolve(att.preserve_ref.as_deref().unwrap_or_default())? else {
+            continue;
+        };
+        if git.tree_of(&commit)? != git.tree_of(&att.base)? {
+            return Ok((att.clone(), commit));
+        }
+    }
+    Err(no_kept_work())
 }
 
 fn message(item: &ItemRow, run_id: &str, attempt: u32, verb: &str) -> String {
@@ -392,7 +420,7 @@ fn check_merged(
     result
 }
 
-/// Where the target is checked out (clean), fast-forward it there; else compare-and-swap.
+/// Where the target is checked out, fast-forward it there; else compare-and-swap.
 fn move_target(
     git: &Git,
     target: &str,
@@ -411,11 +439,28 @@ fn move_target(
     match checkout {
         Some(w) => {
             let user = git.at(&w.path);
-            if !user.is_clean_tracked()? {
-                return Err(blocked(format!(
-                    "it is checked out at {} with uncommitted changes; commit or stash them",
-                    w.path.display()
-                )));
+            // Uncommitted edits hold the accept only where it changes the same files; others
+            // are carried over by the fast-forward (which refuses to overwrite any).
+            let dirty = user.dirty_tracked_paths()?;
+            if !dirty.is_empty() {
+                let moved: Vec<String> = git
+                    .changed_paths(tip, merged)?
+                    .into_iter()
+                    .map(|(path, _)| path)
+                    .collect();
+                let blocking: Vec<&str> = dirty
+                    .iter()
+                    .filter(|p| moved.contains(p))
+                    .map(String::as_str)
+                    .collect();
+                if !blocking.is_empty() {
+                    return Err(blocked(format!(
+                        "it is checked out at {} with uncommitted changes to {} that the item \
+                         also changes; commit or stash them",
+                        w.path.display(),
+                        blocking.join(", ")
+                    )));
+                }
             }
             user.merge_ff_only(merged)
                 .map_err(|e| blocked(format!("fast-forward the checkout: {e}")))

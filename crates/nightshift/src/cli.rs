@@ -64,6 +64,9 @@ pub enum Command {
     Accept(AcceptArgs),
     /// Record that an operator did what an `awaiting_operator` item asked, and ship it.
     Confirm(AcceptArgs),
+    /// The morning report: what shipped, what did not and why, what it cost, what needs you,
+    /// and whether it verifies — from the store and the receipts only.
+    Report(ReportArgs),
 }
 
 /// Where to find the repository.
@@ -95,7 +98,7 @@ pub struct RunArgs {
     pub json: bool,
     /// No new session or attempt after this time (local `HH:MM`, or RFC 3339); the run then
     /// stops `deadline_reached` (exit 19), its work preserved and resumable.
-    #[arg(long, value_name = "TIME")]
+    #[arg(long, value_name = "TIME", allow_hyphen_values = true)]
     pub until: Option<String>,
     /// Run in the background (its own session, surviving the terminal); print the run id and
     /// how to follow it, and return at once.
@@ -124,6 +127,10 @@ pub struct EngineArgs {
     /// The deadline as the operator wrote it (`07:00`), for the journal and messages.
     #[arg(long, value_name = "TEXT", requires = "until")]
     pub until_given: Option<String>,
+    /// Set by the supervisor on a restart: the journal position when it first started an
+    /// engine. The run opened since is resumed; if it halted, exit with its halt (no new run).
+    #[arg(long, value_name = "SEQ")]
+    pub restart_after: Option<i64>,
 }
 
 #[derive(Debug, Args)]
@@ -197,7 +204,12 @@ pub struct CleanArgs {
     #[arg(long)]
     pub dry_run: bool,
     /// Remove logs of finished runs older than this (e.g. 14d, 36h).
-    #[arg(long, value_name = "DURATION", default_value = "14d")]
+    #[arg(
+        long,
+        value_name = "DURATION",
+        default_value = "14d",
+        allow_hyphen_values = true
+    )]
     pub older_than: String,
 }
 
@@ -232,10 +244,10 @@ pub struct LoopArgs {
     #[arg(long, value_name = "CMD")]
     pub exec: Option<String>,
     /// The check: a shell command line; exit 0 is the fixpoint.
-    #[arg(long, value_name = "CMD")]
+    #[arg(long, value_name = "CMD", value_parser = command_line, allow_hyphen_values = true)]
     pub check: String,
     /// Sessions before the loop halts with `max_iterations_reached` (exit 12).
-    #[arg(long, value_name = "N", default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, value_name = "N", default_value_t = 10, value_parser = positive_u32, allow_negative_numbers = true)]
     pub max_iterations: u32,
     /// What to ask of the agent. Default: make the check pass without weakening the tests.
     #[arg(long, value_name = "TEXT")]
@@ -272,7 +284,7 @@ pub struct WaitArgs {
     #[arg(long = "for", value_name = "WHAT", default_value = "actionable", value_parser = ["actionable", "finished", "any"])]
     pub for_: String,
     /// Give up after this long (e.g. 30s, 8h): prints `"wake": "timeout"` and exits 19.
-    #[arg(long, value_name = "DURATION")]
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true)]
     pub timeout: Option<String>,
     /// Print the JSON Schema of the printed line.
     #[arg(long, hide = true)]
@@ -284,19 +296,19 @@ pub struct ProbeArgs {
     #[command(flatten)]
     pub repo: RepoArgs,
     /// Exactly this many runs (instead of the count derived from the target rate).
-    #[arg(long, value_name = "N", conflicts_with = "max_flake_rate")]
+    #[arg(long, value_name = "N", conflicts_with = "max_flake_rate", value_parser = count_u64, allow_negative_numbers = true)]
     pub runs: Option<u64>,
     /// The flake rate to rule out, in (0, 1); the run count is derived from it. Default 0.01.
-    #[arg(long, value_name = "RATE")]
+    #[arg(long, value_name = "RATE", value_parser = fraction, allow_negative_numbers = true)]
     pub max_flake_rate: Option<f64>,
     /// Confidence of the bound, in (0, 1).
-    #[arg(long, value_name = "C", default_value_t = 0.95)]
+    #[arg(long, value_name = "C", default_value_t = 0.95, value_parser = fraction, allow_negative_numbers = true)]
     pub confidence: f64,
     /// The check command line to probe (default: [check] command, else the first item's check).
     #[arg(long, value_name = "COMMAND")]
     pub check: Option<String>,
     /// Seed of the perturbations; the same seed repeats the same settings.
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = count_u64, allow_negative_numbers = true)]
     pub seed: Option<u64>,
     /// One JSON object on stdout at the end.
     #[arg(long)]
@@ -346,7 +358,7 @@ pub struct DoctorArgs {
     #[arg(long)]
     pub quick: bool,
     /// Check runs for determinism, the first included.
-    #[arg(long, value_name = "N", default_value_t = 3)]
+    #[arg(long, value_name = "N", default_value_t = 3, value_parser = positive_u32, allow_negative_numbers = true)]
     pub runs: u32,
     /// The check command line to examine (default: [check] command, else the first item's check).
     #[arg(long, value_name = "COMMAND")]
@@ -379,4 +391,171 @@ pub struct AcceptArgs {
     pub repo: RepoArgs,
     /// The item to ship.
     pub item: String,
+}
+
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    #[command(flatten)]
+    pub repo: RepoArgs,
+    /// The run to report on. Default: the latest.
+    pub run: Option<String>,
+    /// Also write the report as one self-contained HTML page (inline SVG charts, no script).
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
+    /// One JSON object on stdout (schema: `nightshift report --json-schema`).
+    #[arg(long)]
+    pub json: bool,
+    /// Print the JSON Schema of `--json` output.
+    #[arg(long, hide = true)]
+    pub json_schema: bool,
+    /// The public key receipts are verified with. Default: `.nightshift/receipts.pub`.
+    #[arg(long, value_name = "PUB")]
+    pub key: Option<PathBuf>,
+}
+
+// Value parsers. Negative numbers are let through to them (`allow_negative_numbers`; durations and
+// times: `allow_hyphen_values`, read by their command) so that `--runs -1` is told what is wrong
+// with `-1` instead of clap's "unexpected argument '-1'".
+
+/// A whole number, 0 or more.
+fn count_u64(text: &str) -> Result<u64, String> {
+    let trimmed = text.trim();
+    if trimmed.starts_with('-') {
+        return Err(format!(
+            "`{text}` is negative; give a whole number, 0 or more"
+        ));
+    }
+    trimmed
+        .parse()
+        .map_err(|_| format!("`{text}` is not a whole number; give one such as 3"))
+}
+
+/// A whole number, 1 or more.
+fn positive_u32(text: &str) -> Result<u32, String> {
+    let trimmed = text.trim();
+    if trimmed.starts_with('-') {
+        return Err(format!(
+            "`{text}` is negative; give a whole number, 1 or more"
+        ));
+    }
+    match trimmed.parse::<u32>() {
+        Ok(0) => Err("0 is too small; give a whole number, 1 or more".to_owned()),
+        Ok(n) => Ok(n),
+        Err(_) => Err(format!(
+            "`{text}` is not a whole number; give one such as 3"
+        )),
+    }
+}
+
+/// A probability strictly between 0 and 1.
+fn fraction(text: &str) -> Result<f64, String> {
+    match text.trim().parse::<f64>() {
+        Ok(value) if value > 0.0 && value < 1.0 => Ok(value),
+        Ok(_) => Err(format!(
+            "`{text}` is not between 0 and 1 (exclusive); give one such as 0.05"
+        )),
+        Err(_) => Err(format!(
+            "`{text}` is not a number; give one between 0 and 1 such as 0.05"
+        )),
+    }
+}
+
+/// A shell command line that is not empty: an empty check would pass everything.
+fn command_line(text: &str) -> Result<String, String> {
+    if text.trim().is_empty() {
+        return Err(
+            "the command is empty; an empty check would pass every change, so give \
+                    the command that tests the work (e.g. --check 'cargo test')"
+                .to_owned(),
+        );
+    }
+    Ok(text.to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::{Cli, Command};
+
+    fn error(args: &[&str]) -> String {
+        match Cli::try_parse_from(args) {
+            Ok(cli) => panic!("{args:?} was accepted: {cli:?}"),
+            Err(error) => error.to_string(),
+        }
+    }
+
+    #[test]
+    fn an_empty_loop_check_is_refused() {
+        for check in ["", "  "] {
+            let message = error(&["nightshift", "loop", "--exec", "true", "--check", check]);
+            assert!(message.contains("the command is empty"), "{message}");
+        }
+    }
+
+    #[test]
+    fn negative_numbers_and_durations_reach_their_validation() {
+        let cases: &[(&[&str], &str)] = &[
+            (&["nightshift", "probe", "--runs", "-1"], "`-1` is negative"),
+            (&["nightshift", "probe", "--seed", "-7"], "`-7` is negative"),
+            (
+                &["nightshift", "probe", "--confidence", "-0.5"],
+                "not between 0 and 1",
+            ),
+            (
+                &["nightshift", "probe", "--max-flake-rate", "1.5"],
+                "not between 0 and 1",
+            ),
+            (
+                &["nightshift", "probe", "--confidence", "x"],
+                "is not a number",
+            ),
+            (
+                &["nightshift", "doctor", "--runs", "-3"],
+                "`-3` is negative",
+            ),
+            (&["nightshift", "doctor", "--runs", "0"], "0 is too small"),
+            (
+                &[
+                    "nightshift",
+                    "loop",
+                    "--exec",
+                    "true",
+                    "--check",
+                    "true",
+                    "--max-iterations",
+                    "-2",
+                ],
+                "`-2` is negative",
+            ),
+        ];
+        for (args, expected) in cases {
+            let message = error(args);
+            assert!(message.contains(expected), "{args:?}: {message}");
+            assert!(
+                !message.contains("unexpected argument"),
+                "{args:?}: {message}"
+            );
+        }
+    }
+
+    #[test]
+    fn negative_durations_are_values_for_the_command_to_read() {
+        let parsed = Cli::try_parse_from(["nightshift", "wait", "--timeout", "-1"]);
+        let Ok(Cli {
+            command: Command::Wait(args),
+        }) = parsed
+        else {
+            panic!("{parsed:?}");
+        };
+        assert_eq!(args.timeout.as_deref(), Some("-1"));
+        let parsed = Cli::try_parse_from(["nightshift", "clean", "--older-than", "-5d"]);
+        let Ok(Cli {
+            command: Command::Clean(args),
+        }) = parsed
+        else {
+            panic!("{parsed:?}");
+        };
+        assert_eq!(args.older_than, "-5d");
+    }
 }

@@ -37,12 +37,12 @@ impl CommandError {
         match self.source {
             Some(src) => {
                 let diag = Located(*src);
-                eprintln!("{:?}", miette::Report::new(diag));
+                eoutln!("{:?}", miette::Report::new(diag));
             }
             None => {
-                eprintln!("error: failed to {}", self.message);
+                eoutln!("error: failed to {}", self.message);
                 if let Some(hint) = self.hint {
-                    eprintln!("  help: {hint}");
+                    eoutln!("  help: {hint}");
                 }
             }
         }

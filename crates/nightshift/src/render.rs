@@ -4,6 +4,29 @@ use std::fmt::Write as _;
 
 use nightshift_core::store::{CheckStage, DebtRow, Event, EventKind, ItemRow, Outcome, RunRow};
 
+/// Progress lines of a live run: [`event_line`], except that a pause re-armed for the same
+/// reason (a wait retried every few seconds) is said once, until something else happens.
+#[derive(Debug, Default)]
+pub struct Progress {
+    said_pause: Option<String>,
+}
+
+impl Progress {
+    pub fn line(&mut self, event: &Event) -> Option<String> {
+        match &event.kind {
+            EventKind::RunPaused { reason, .. } => {
+                if self.said_pause.as_deref() == Some(reason.as_str()) {
+                    return None;
+                }
+                self.said_pause = Some(reason.clone());
+            }
+            EventKind::RunUnpaused => return None,
+            _ => self.said_pause = None,
+        }
+        event_line(event)
+    }
+}
+
 /// A one-line description of a journal event, or `None` for bookkeeping not worth a line.
 pub fn event_line(event: &Event) -> Option<String> {
     let line = match &event.kind {
@@ -37,11 +60,16 @@ pub fn event_line(event: &Event) -> Option<String> {
             outcome,
             exit_code,
             duration_ms,
+            fault,
             ..
         } => format!(
-            "{item}:   iteration {iteration}: agent {} ({})",
+            "{item}:   iteration {iteration}: agent {} ({}){}",
             outcome_text(*outcome, *exit_code),
-            ms(*duration_ms)
+            ms(*duration_ms),
+            match (outcome, fault) {
+                (Outcome::PermissionDenied, Some(what)) => format!(": {what}"),
+                _ => String::new(),
+            }
         ),
         EventKind::CheckEnded {
             item,
@@ -52,6 +80,7 @@ pub fn event_line(event: &Event) -> Option<String> {
             results,
             guards,
             untrusted,
+            outcome,
             ..
         } => {
             let failed: Vec<String> = guards
@@ -65,7 +94,13 @@ pub fn event_line(event: &Event) -> Option<String> {
                     CheckStage::Work => "check",
                     CheckStage::Merged => "check on merged target",
                 },
-                if *green { "green" } else { "red" },
+                if *green {
+                    "green"
+                } else if *outcome == Outcome::Timeout {
+                    "timed out ([check] timeout)"
+                } else {
+                    "red"
+                },
                 exit_code.map(|c| format!("exit {c}, ")).unwrap_or_default(),
                 results
                     .as_ref()
@@ -123,6 +158,12 @@ pub fn event_line(event: &Event) -> Option<String> {
             "paused by the operator: the step in flight is done; `nightshift resume` goes on"
                 .to_owned()
         }
+        EventKind::RunPaused { reason, until } => format!(
+            "paused: {reason} (tried again at {})",
+            jiff::Timestamp::from_second(*until)
+                .map(|t| t.to_string())
+                .unwrap_or_default()
+        ),
         EventKind::RunStopped {
             halt_reason: Some(halt),
             ..
@@ -336,6 +377,9 @@ fn outcome_text(outcome: Outcome, exit_code: Option<i32>) -> String {
         (Outcome::RateLimited, _) => "hit its usage limit".into(),
         (Outcome::EnvFault, _) => "hit an API or network fault".into(),
         (Outcome::Stopped, _) => "stopped by the operator".into(),
+        (Outcome::PermissionDenied, _) => {
+            "was denied permission (see docs/agents.md: permission_mode, allowed_tools)".into()
+        }
     }
 }
 
@@ -352,5 +396,43 @@ fn ms(ms: u64) -> String {
         format!("{ms} ms")
     } else {
         format!("{:.1} s", ms as f64 / 1000.0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use nightshift_core::store::CheckStage;
+
+    fn check_ended(outcome: Outcome, green: bool) -> Event {
+        Event {
+            seq: 1,
+            run_id: "r".into(),
+            at: "2026-12-01T00:00:00Z".into(),
+            kind: EventKind::CheckEnded {
+                item: "a".into(),
+                attempt: 1,
+                iteration: 1,
+                stage: CheckStage::Work,
+                green,
+                outcome,
+                exit_code: None,
+                output_sha256: String::new(),
+                log: String::new(),
+                duration_ms: 600_000,
+                results: None,
+                guards: Vec::new(),
+                untrusted: None,
+            },
+        }
+    }
+
+    #[test]
+    fn a_timed_out_check_says_so_instead_of_red() {
+        let line = event_line(&check_ended(Outcome::Timeout, false)).unwrap_or_default();
+        assert!(line.contains("check timed out ([check] timeout)"), "{line}");
+        assert!(!line.contains("red"), "{line}");
+        let line = event_line(&check_ended(Outcome::Failed, false)).unwrap_or_default();
+        assert!(line.contains("check red"), "{line}");
     }
 }

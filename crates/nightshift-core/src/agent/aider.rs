@@ -118,6 +118,91 @@ impl StreamParser for AiderParser {
     fn set_now(&mut self, _now: i64) {}
 }
 
+/// aider: `--message-file` (it reads the prompt from the file), `--yes-always`, no commits of
+/// its own, `--no-gitignore` (else its `.aider*` line in `.gitignore` ships with the item) and
+/// `--no-stream` (streaming asks the provider for no usage, so the `Tokens:` line would be
+/// aider's own estimate). aider has no session to resume.
+pub struct AiderAdapter;
+
+impl super::adapter::Adapter for AiderAdapter {
+    fn kind(&self) -> crate::config::AgentKind {
+        crate::config::AgentKind::Aider
+    }
+
+    fn default_binary(&self) -> &'static str {
+        "aider"
+    }
+
+    fn launch(&self, inv: &super::adapter::Invocation<'_>) -> super::adapter::Launch {
+        let a = inv.agent;
+        let mut argv = vec![
+            super::adapter::binary(a, "aider"),
+            "--message-file".to_owned(),
+            inv.prompt_file.display().to_string(),
+        ];
+        argv.extend(
+            [
+                "--yes-always",
+                "--no-auto-commits",
+                "--no-gitignore",
+                "--no-stream",
+                "--no-check-update",
+            ]
+            .map(str::to_owned),
+        );
+        if let Some(model) = &a.model {
+            argv.extend(["--model".to_owned(), model.clone()]);
+        }
+        argv.extend(a.args.iter().cloned());
+        let adapter: &dyn super::adapter::Adapter = self;
+        super::adapter::Launch {
+            argv,
+            stdin: None,
+            env: Vec::new(),
+            env_allow: super::adapter::allowlist(adapter, a),
+        }
+    }
+
+    fn cli_env(&self) -> &'static [&'static str] {
+        &[
+            "AIDER_*",
+            "OPENAI_*",
+            "ANTHROPIC_*",
+            "GEMINI_*",
+            "OPENROUTER_*",
+            "DEEPSEEK_*",
+            "GROQ_*",
+            "MISTRAL_*",
+            "OLLAMA_*",
+        ]
+    }
+
+    fn credentials(&self) -> &'static [&'static str] {
+        &[
+            "OPENAI_API_KEY",
+            "ANTHROPIC_API_KEY",
+            "GEMINI_API_KEY",
+            "OPENROUTER_API_KEY",
+            "DEEPSEEK_API_KEY",
+        ]
+    }
+
+    fn posture(&self, _agent: &crate::config::AgentConfig) -> String {
+        "--yes-always, --no-auto-commits, --no-gitignore (aider has no sandbox)".to_owned()
+    }
+
+    fn parser(&self, _agent: &crate::config::AgentConfig) -> Option<Box<dyn StreamParser>> {
+        Some(Box::new(AiderParser::new()))
+    }
+
+    fn tested(&self) -> Option<super::adapter::TestedRange> {
+        Some(super::adapter::TestedRange {
+            low: (0, 86, 2),
+            high: (0, 86, 2),
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -84,6 +84,31 @@ struct Line<'a> {
     errors: List<Str<'a>>,
     #[serde(borrow)]
     event: Obj<StreamEvent<'a>>,
+    #[serde(borrow)]
+    permission_denials: List<Obj<Denial<'a>>>,
+}
+
+/// One entry of `result.permission_denials`.
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct Denial<'a> {
+    #[serde(borrow)]
+    tool_name: Str<'a>,
+    #[serde(borrow)]
+    tool_input: Obj<DeniedInput<'a>>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct DeniedInput<'a> {
+    #[serde(borrow)]
+    file_path: Str<'a>,
+    #[serde(borrow)]
+    notebook_path: Str<'a>,
+    #[serde(borrow)]
+    path: Str<'a>,
+    #[serde(borrow)]
+    command: Str<'a>,
 }
 
 #[derive(Deserialize, Default)]
@@ -494,6 +519,18 @@ impl State {
             }
         }
 
+        for d in l.permission_denials.0.iter().filter_map(Obj::as_ref) {
+            let target = d.tool_input.as_ref().and_then(|i| {
+                [&i.file_path, &i.notebook_path, &i.path, &i.command]
+                    .into_iter()
+                    .find_map(Str::get)
+                    .map(str::to_owned)
+            });
+            out.push(AgentEvent::PermissionDenied {
+                tool: d.tool_name.or_empty().to_owned(),
+                target,
+            });
+        }
         let kind = self.classify(l, &seg);
         out.push(AgentEvent::Finished(Finished {
             kind,
@@ -605,4 +642,136 @@ fn precise_number(json: &[u8], key: &str, approx: Option<f64>) -> Option<f64> {
         }
     }
     Some(approx)
+}
+
+/// The tools a Claude session may use without asking (`--allowedTools`) unless
+/// `[agent] allowed_tools` says otherwise: reading, editing and running the item's commands.
+pub const DEFAULT_ALLOWED_TOOLS: &[&str] = &[
+    "Bash",
+    "Read",
+    "Edit",
+    "MultiEdit",
+    "Write",
+    "NotebookEdit",
+    "Glob",
+    "Grep",
+    "TodoWrite",
+];
+
+/// The permission mode when `[agent] permission_mode` is not set: edits in the worktree are
+/// accepted, other tools need the allowlist. Works as root (`bypassPermissions` does not,
+/// unless `IS_SANDBOX=1`).
+pub const DEFAULT_PERMISSION_MODE: &str = "acceptEdits";
+
+/// Claude Code: `claude -p` with the prompt on stdin, `--session-id` for a fresh session and
+/// `--resume` to continue one (a `--session-id` can be used by one process only: a rerun
+/// resumes).
+pub struct ClaudeAdapter;
+
+impl super::adapter::Adapter for ClaudeAdapter {
+    fn kind(&self) -> crate::config::AgentKind {
+        crate::config::AgentKind::Claude
+    }
+
+    fn default_binary(&self) -> &'static str {
+        "claude"
+    }
+
+    fn launch(&self, inv: &super::adapter::Invocation<'_>) -> super::adapter::Launch {
+        let a = inv.agent;
+        let mut argv = vec![super::adapter::binary(a, "claude"), "-p".to_owned()];
+        match inv.resume {
+            Some(id) => argv.extend(["--resume".to_owned(), id.to_owned()]),
+            None => argv.extend(["--session-id".to_owned(), inv.session_id.to_owned()]),
+        }
+        argv.extend(
+            [
+                "--output-format",
+                "stream-json",
+                "--verbose",
+                "--include-partial-messages",
+                "--permission-mode",
+            ]
+            .map(str::to_owned),
+        );
+        argv.push(
+            a.policy
+                .permission_mode
+                .clone()
+                .unwrap_or_else(|| DEFAULT_PERMISSION_MODE.to_owned()),
+        );
+        let tools = match &a.policy.allowed_tools {
+            Some(tools) => tools.join(","),
+            None => DEFAULT_ALLOWED_TOOLS.join(","),
+        };
+        if !tools.is_empty() {
+            argv.extend(["--allowedTools".to_owned(), tools]);
+        }
+        if let Some(model) = &a.model {
+            argv.extend(["--model".to_owned(), model.clone()]);
+        }
+        argv.extend(a.args.iter().cloned());
+        let adapter: &dyn super::adapter::Adapter = self;
+        super::adapter::Launch {
+            argv,
+            stdin: Some(inv.prompt_file.to_path_buf()),
+            env: if a.policy.is_sandbox {
+                vec![("IS_SANDBOX".to_owned(), "1".to_owned())]
+            } else {
+                Vec::new()
+            },
+            env_allow: super::adapter::allowlist(adapter, a),
+        }
+    }
+
+    fn cli_env(&self) -> &'static [&'static str] {
+        &[
+            "ANTHROPIC_*",
+            "CLAUDE_CODE_*",
+            "CLAUDE_CONFIG_DIR",
+            "DISABLE_AUTOUPDATER",
+        ]
+    }
+
+    fn credentials(&self) -> &'static [&'static str] {
+        &[
+            "ANTHROPIC_API_KEY",
+            "ANTHROPIC_AUTH_TOKEN",
+            "CLAUDE_CODE_OAUTH_TOKEN",
+        ]
+    }
+
+    fn posture(&self, agent: &crate::config::AgentConfig) -> String {
+        let mode = agent
+            .policy
+            .permission_mode
+            .as_deref()
+            .unwrap_or(DEFAULT_PERMISSION_MODE);
+        let tools = match &agent.policy.allowed_tools {
+            Some(t) if t.is_empty() => "no --allowedTools".to_owned(),
+            Some(t) => format!("--allowedTools {}", t.join(",")),
+            None => format!("--allowedTools {}", DEFAULT_ALLOWED_TOOLS.join(",")),
+        };
+        let sandbox = if agent.policy.is_sandbox {
+            ", IS_SANDBOX=1"
+        } else {
+            ""
+        };
+        format!("--permission-mode {mode}, {tools}{sandbox}")
+    }
+
+    fn parser(&self, _agent: &crate::config::AgentConfig) -> Option<Box<dyn StreamParser>> {
+        Some(Box::new(ClaudeParser::new()))
+    }
+
+    fn resume(&self) -> super::adapter::ResumeRule {
+        super::adapter::ResumeRule::ById
+    }
+
+    fn tested(&self) -> Option<super::adapter::TestedRange> {
+        Some(super::adapter::TestedRange {
+            low: (2, 1, 197),
+            high: (2, 1, 332),
+        })
+    }
 }

@@ -75,7 +75,15 @@ struct Item<'a> {
     tool: Str<'a>,
     #[serde(borrow)]
     error: ErrorField<'a>,
+    #[serde(borrow)]
+    command: Str<'a>,
+    #[serde(borrow)]
+    aggregated_output: Str<'a>,
 }
+
+/// What the sandbox prints when it refuses a write (the default read-only sandbox, or a path
+/// outside `workspace-write`).
+const SANDBOX_REFUSALS: &[&str] = &["Read-only file system"];
 
 #[derive(Deserialize, Default)]
 #[serde(default)]
@@ -306,6 +314,18 @@ impl State {
             _ => completed,
         };
         out.push(AgentEvent::ToolResult { ok });
+        if item.kind.get() == Some("command_execution")
+            && (status == Some("declined")
+                || (!ok
+                    && SANDBOX_REFUSALS
+                        .iter()
+                        .any(|p| item.aggregated_output.or_empty().contains(p))))
+        {
+            out.push(AgentEvent::PermissionDenied {
+                tool: "command_execution".to_owned(),
+                target: item.command.to_owned_string(),
+            });
+        }
         if item.kind.get() == Some("file_change") && ok {
             for change in item.changes.0.iter().filter_map(Obj::as_ref) {
                 if let Some(path) = change.path.get() {
@@ -389,5 +409,90 @@ fn classify(message: &str, clock: &ResetClock) -> FinishKind {
         None => FinishKind::AgentError {
             message: inner.to_owned(),
         },
+    }
+}
+
+/// The sandbox when `[agent] permission_mode` is not set (`exec`'s own default, read-only,
+/// refuses every write).
+pub const DEFAULT_SANDBOX: &str = "workspace-write";
+
+/// Codex: `codex exec --json` with the prompt on stdin (`-`), the sandbox and approvals set by
+/// `-c` (which `exec resume` accepts too; it has no `--sandbox`), and `exec resume <thread_id>`
+/// to continue a thread. The user's `args` go right after `exec`, where `exec` parses them
+/// itself, so a flag `resume` does not know cannot break a resume.
+pub struct CodexAdapter;
+
+impl super::adapter::Adapter for CodexAdapter {
+    fn kind(&self) -> crate::config::AgentKind {
+        crate::config::AgentKind::Codex
+    }
+
+    fn default_binary(&self) -> &'static str {
+        "codex"
+    }
+
+    fn launch(&self, inv: &super::adapter::Invocation<'_>) -> super::adapter::Launch {
+        let a = inv.agent;
+        let mut argv = vec![super::adapter::binary(a, "codex"), "exec".to_owned()];
+        argv.extend(a.args.iter().cloned());
+        if let Some(thread) = inv.resume {
+            argv.extend(["resume".to_owned(), thread.to_owned()]);
+        }
+        let sandbox = a
+            .policy
+            .permission_mode
+            .as_deref()
+            .unwrap_or(DEFAULT_SANDBOX);
+        argv.extend([
+            "--json".to_owned(),
+            "--skip-git-repo-check".to_owned(),
+            "-c".to_owned(),
+            format!("sandbox_mode=\"{sandbox}\""),
+            "-c".to_owned(),
+            "approval_policy=\"never\"".to_owned(),
+        ]);
+        if let Some(model) = &a.model {
+            argv.extend(["-m".to_owned(), model.clone()]);
+        }
+        argv.push("-".to_owned()); // the prompt, read from stdin
+        let adapter: &dyn super::adapter::Adapter = self;
+        super::adapter::Launch {
+            argv,
+            stdin: Some(inv.prompt_file.to_path_buf()),
+            env: Vec::new(),
+            env_allow: super::adapter::allowlist(adapter, a),
+        }
+    }
+
+    fn cli_env(&self) -> &'static [&'static str] {
+        &["OPENAI_*", "CODEX_*", "AZURE_OPENAI_*"]
+    }
+
+    fn credentials(&self) -> &'static [&'static str] {
+        &["OPENAI_API_KEY", "CODEX_API_KEY"]
+    }
+
+    fn posture(&self, agent: &crate::config::AgentConfig) -> String {
+        let sandbox = agent
+            .policy
+            .permission_mode
+            .as_deref()
+            .unwrap_or(DEFAULT_SANDBOX);
+        format!("-c sandbox_mode=\"{sandbox}\", -c approval_policy=\"never\"")
+    }
+
+    fn parser(&self, _agent: &crate::config::AgentConfig) -> Option<Box<dyn StreamParser>> {
+        Some(Box::new(CodexParser::new()))
+    }
+
+    fn resume(&self) -> super::adapter::ResumeRule {
+        super::adapter::ResumeRule::ById
+    }
+
+    fn tested(&self) -> Option<super::adapter::TestedRange> {
+        Some(super::adapter::TestedRange {
+            low: (0, 171, 0),
+            high: (0, 171, 0),
+        })
     }
 }

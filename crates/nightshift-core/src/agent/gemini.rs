@@ -329,3 +329,93 @@ fn classify(texts: &[&str], code: Option<i64>, clock: &ResetClock) -> FinishKind
         },
     }
 }
+
+/// The approval mode when `[agent] permission_mode` is not set: tools run without asking
+/// (`auto_edit` would refuse the item's shell commands headless).
+pub const DEFAULT_APPROVAL_MODE: &str = "yolo";
+
+/// What `-p` says; the prompt itself comes on stdin, to which gemini appends `-p`'s text.
+pub const PROMPT_POINTER: &str = "Carry out the task described above.";
+
+/// Gemini CLI: headless `gemini -p` with the prompt on stdin, `--skip-trust` (each attempt is a
+/// new, untrusted directory: exit 55 without it) and an approval mode. `--resume` takes
+/// `latest` or an index, not an id: a rerun resumes the worktree's latest session.
+pub struct GeminiAdapter;
+
+impl super::adapter::Adapter for GeminiAdapter {
+    fn kind(&self) -> crate::config::AgentKind {
+        crate::config::AgentKind::Gemini
+    }
+
+    fn default_binary(&self) -> &'static str {
+        "gemini"
+    }
+
+    fn launch(&self, inv: &super::adapter::Invocation<'_>) -> super::adapter::Launch {
+        let a = inv.agent;
+        let mode = a
+            .policy
+            .permission_mode
+            .as_deref()
+            .unwrap_or(DEFAULT_APPROVAL_MODE);
+        let mut argv = vec![
+            super::adapter::binary(a, "gemini"),
+            "--output-format".to_owned(),
+            "stream-json".to_owned(),
+            "--skip-trust".to_owned(),
+            "--approval-mode".to_owned(),
+            mode.to_owned(),
+        ];
+        if inv.resume.is_some() {
+            argv.extend(["--resume".to_owned(), "latest".to_owned()]);
+        }
+        if let Some(model) = &a.model {
+            argv.extend(["-m".to_owned(), model.clone()]);
+        }
+        argv.extend(a.args.iter().cloned());
+        argv.extend(["-p".to_owned(), PROMPT_POINTER.to_owned()]);
+        let adapter: &dyn super::adapter::Adapter = self;
+        super::adapter::Launch {
+            argv,
+            stdin: Some(inv.prompt_file.to_path_buf()),
+            env: Vec::new(),
+            env_allow: super::adapter::allowlist(adapter, a),
+        }
+    }
+
+    fn cli_env(&self) -> &'static [&'static str] {
+        &["GEMINI_*", "GOOGLE_*"]
+    }
+
+    fn credentials(&self) -> &'static [&'static str] {
+        &[
+            "GEMINI_API_KEY",
+            "GOOGLE_API_KEY",
+            "GOOGLE_APPLICATION_CREDENTIALS",
+        ]
+    }
+
+    fn posture(&self, agent: &crate::config::AgentConfig) -> String {
+        let mode = agent
+            .policy
+            .permission_mode
+            .as_deref()
+            .unwrap_or(DEFAULT_APPROVAL_MODE);
+        format!("--skip-trust, --approval-mode {mode}")
+    }
+
+    fn parser(&self, _agent: &crate::config::AgentConfig) -> Option<Box<dyn StreamParser>> {
+        Some(Box::new(GeminiParser::new()))
+    }
+
+    fn resume(&self) -> super::adapter::ResumeRule {
+        super::adapter::ResumeRule::Latest
+    }
+
+    fn tested(&self) -> Option<super::adapter::TestedRange> {
+        Some(super::adapter::TestedRange {
+            low: (0, 61, 0),
+            high: (0, 61, 0),
+        })
+    }
+}

@@ -26,6 +26,9 @@ use std::ops::{Add, AddAssign};
 
 use serde::{Deserialize, Serialize};
 
+pub use adapter::{Adapter, Invocation, Launch, ResumeRule, adapter_for};
+
+pub mod adapter;
 pub mod aider;
 mod classify;
 pub mod claude;
@@ -71,6 +74,12 @@ pub enum AgentEvent {
         resets_at: Option<i64>,
         /// For example `five_hour`, `seven_day`.
         kind: Option<String>,
+    },
+    /// The CLI refused a tool call for want of permission (Claude `permission_denials`; Codex a
+    /// command it declined or its sandbox refused). `target` is the path or command.
+    PermissionDenied {
+        tool: String,
+        target: Option<String>,
     },
     /// The session (one CLI process) ended and said how.
     Finished(Finished),

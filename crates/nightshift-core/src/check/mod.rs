@@ -41,6 +41,8 @@ pub fn run(
         kill_grace: Duration::from_secs(5),
         log,
         tail_bytes: FEEDBACK_BYTES,
+        env_allow: None,
+        stdin: None,
     };
     let end = session::run(&spec)?;
     Ok(CheckRun {

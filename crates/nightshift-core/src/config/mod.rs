@@ -185,6 +185,24 @@ pub struct AgentConfig {
     pub args: Vec<String>,
     /// For `kind = "command"`: how its output is read.
     pub format: OutputFormat,
+    /// The CLI's permission posture and environment (`permission_mode`, `allowed_tools`,
+    /// `is_sandbox`, `env_pass`).
+    pub policy: AgentPolicy,
+}
+
+/// `[agent]` keys that set what a CLI may do unattended and what it may see.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct AgentPolicy {
+    /// Claude `--permission-mode` (default `acceptEdits`), Codex `sandbox_mode` (default
+    /// `workspace-write`), Gemini `--approval-mode` (default `yolo`). Validated per kind.
+    pub permission_mode: Option<String>,
+    /// Claude `--allowedTools`; `None` is the default list, empty passes no flag.
+    pub allowed_tools: Option<Vec<String>>,
+    /// Claude: set `IS_SANDBOX=1` (the user says the machine is a sandbox, so
+    /// `bypassPermissions` may run as root).
+    pub is_sandbox: bool,
+    /// More of the engine's variables the CLI may see (a trailing `*` matches a prefix).
+    pub env_pass: Vec<String>,
 }
 
 /// `[check]`.
@@ -420,17 +438,87 @@ impl Config {
 }
 
 /// Reads, parses and validates a `nightshift.toml`. Errors name the file as `path` is written.
+/// The file's directory is the repository root: every path the config names must stay inside
+/// it, symlinks resolved.
 pub fn load(path: &Path) -> Result<Config, ConfigError> {
     let source = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
         path: path.to_path_buf(),
         source,
     })?;
-    parse(&source, &path.display().to_string())
+    let root = path.parent().map(|parent| {
+        if parent.as_os_str().is_empty() {
+            Path::new(".")
+        } else {
+            parent
+        }
+    });
+    raw::parse(&source, &path.display().to_string(), root).map_err(ConfigError::from)
 }
 
-/// Parses and validates the text of a `nightshift.toml`; `file_name` is used in errors.
+/// Parses and validates the text of a `nightshift.toml`; `file_name` is used in errors. Paths
+/// are checked lexically only (no repository to resolve symlinks in): [`load`] does both.
 pub fn parse(source: &str, file_name: &str) -> Result<Config, ConfigError> {
-    raw::parse(source, file_name).map_err(ConfigError::from)
+    raw::parse(source, file_name, None).map_err(ConfigError::from)
+}
+
+/// Whether a path the config names stays inside the directory it is relative to, by its text
+/// alone: not empty, not absolute, no `..`. The error is a fragment after the path.
+pub fn lexically_inside(path: &Path) -> Result<(), &'static str> {
+    use std::path::Component;
+    if path.as_os_str().is_empty() {
+        return Err("is empty");
+    }
+    for component in path.components() {
+        match component {
+            Component::Normal(_) | Component::CurDir => {}
+            Component::ParentDir => return Err("goes up with `..`"),
+            Component::RootDir | Component::Prefix(_) => return Err("is absolute"),
+        }
+    }
+    Ok(())
+}
+
+/// A config path that leads out of its root.
+#[derive(Debug, thiserror::Error)]
+pub enum PathEscape {
+    /// By its text: absolute, `..`, empty.
+    #[error("{0}")]
+    Lexical(&'static str),
+    /// Through a symlink on the way.
+    #[error("leads out of it through the symlink {link}")]
+    Symlink { link: PathBuf },
+    /// The root itself cannot be resolved.
+    #[error("cannot be resolved: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// Resolves `relative` under `root`, following the symlinks of the part that exists, and
+/// returns the resolved path when it is still inside `root` (the part that does not exist yet
+/// has only plain components, so it cannot leave). Used before nightshift reads or removes a
+/// file a config path names, in the repository or in an attempt's worktree, whose symlinks an
+/// agent may have made.
+pub fn resolve_inside(root: &Path, relative: &Path) -> Result<PathBuf, PathEscape> {
+    lexically_inside(relative).map_err(PathEscape::Lexical)?;
+    let root = root.canonicalize()?;
+    let mut existing = root.clone();
+    let mut rest = Vec::new();
+    let mut components = relative.components();
+    for component in components.by_ref() {
+        let next = existing.join(component);
+        if std::fs::symlink_metadata(&next).is_err() {
+            rest.push(component);
+            break;
+        }
+        let resolved = next
+            .canonicalize()
+            .map_err(|_| PathEscape::Symlink { link: next.clone() })?;
+        if !resolved.starts_with(&root) {
+            return Err(PathEscape::Symlink { link: next });
+        }
+        existing = resolved;
+    }
+    rest.extend(components);
+    Ok(rest.into_iter().fold(existing, |path, c| path.join(c)))
 }
 
 #[cfg(test)]

@@ -122,6 +122,10 @@ struct RawAgent {
     model: Option<Spanned<String>>,
     args: Option<Spanned<Vec<String>>>,
     format: Option<Spanned<String>>,
+    permission_mode: Option<Spanned<String>>,
+    allowed_tools: Option<Spanned<Vec<String>>>,
+    is_sandbox: Option<Spanned<bool>>,
+    env_pass: Option<Spanned<Vec<String>>>,
     /// `[agent.review]`: the reviewer's own agent settings.
     review: Option<Box<Spanned<RawAgent>>>,
     /// `[agent.second_opinion]`: the reviewer asked when a review leaves real doubt.
@@ -189,8 +193,16 @@ struct RawItem {
 }
 
 /// Parses and validates; the first problem found is returned.
-pub(super) fn parse(source: &str, file_name: &str) -> Result<Config, Box<SourceError>> {
-    let ctx = Ctx { file_name, source };
+pub(super) fn parse(
+    source: &str,
+    file_name: &str,
+    root: Option<&Path>,
+) -> Result<Config, Box<SourceError>> {
+    let ctx = Ctx {
+        file_name,
+        source,
+        root,
+    };
     let raw: RawConfig = toml::from_str(source).map_err(|error| ctx.toml_error(&error))?;
     ctx.validate(raw)
 }
@@ -198,11 +210,50 @@ pub(super) fn parse(source: &str, file_name: &str) -> Result<Config, Box<SourceE
 struct Ctx<'a> {
     file_name: &'a str,
     source: &'a str,
+    /// The repository root, when the config is read from it: paths are then also checked
+    /// against its symlinks.
+    root: Option<&'a Path>,
 }
 
 impl Ctx<'_> {
     fn error(&self, span: Range<usize>, message: impl Into<String>) -> SourceError {
         SourceError::new(self.file_name, self.source, span, message)
+    }
+
+    /// A path the config names (`what`, e.g. "`results` in [check]"): relative, without `..`,
+    /// and, when the repository is known, not leaving it through a symlink.
+    fn inside_path(
+        &self,
+        raw: Spanned<String>,
+        what: &str,
+        example: &str,
+    ) -> Result<PathBuf, Box<SourceError>> {
+        let help = format!(
+            "give a path relative to the repository root, e.g. \"{example}\"; not absolute, \
+             not through `..` or a symlink that leads out of the repository"
+        );
+        let path = PathBuf::from(raw.get_ref());
+        let reason = match super::lexically_inside(&path) {
+            Err(reason) => Some(reason.to_owned()),
+            Ok(()) => self.root.and_then(|root| {
+                super::resolve_inside(root, &path)
+                    .err()
+                    .map(|escape| escape.to_string())
+            }),
+        };
+        if let Some(reason) = reason {
+            return Err(self
+                .error(
+                    raw.span(),
+                    format!(
+                        "{what} must stay inside the repository: `{}` {reason}",
+                        raw.get_ref()
+                    ),
+                )
+                .with_help(help)
+                .into());
+        }
+        Ok(path)
     }
 
     /// A syntax or schema error from the toml crate: keep its message line and span, drop its
@@ -256,7 +307,11 @@ impl Ctx<'_> {
                 let error = self.error(plan.span(), "`plan` is empty");
                 return Err(error.with_help(PLAN_HELP).into());
             }
-            other => other,
+            Some(plan) => {
+                let span = plan.span();
+                Some((self.inside_path(plan, "`plan`", "TODO.md")?, span))
+            }
+            None => None,
         };
         let raw_items = raw.item.unwrap_or_default();
         let items = self.items(&raw_items)?;
@@ -283,10 +338,10 @@ impl Ctx<'_> {
                 let help = "add `command = \"…\"` under [check], or a `check` to this item";
                 return Err(self.error(raw_item.span(), message).with_help(help).into());
             }
-            if let Some(plan) = &plan {
+            if let Some((_, span)) = &plan {
                 return Err(self
                     .error(
-                        plan.span(),
+                        span.clone(),
                         "no check for the items of `plan`: [check] has no `command`",
                     )
                     .with_help(
@@ -312,7 +367,7 @@ impl Ctx<'_> {
                     .and_then(|r| r.prevent_sleep)
                     .unwrap_or(super::RunConfig::default().prevent_sleep),
             },
-            plan: plan.map(|plan| PathBuf::from(plan.into_inner())),
+            plan: plan.map(|(path, _)| path),
             items,
             notify,
             alert,
@@ -340,6 +395,7 @@ impl Ctx<'_> {
             None => AgentKind::Command,
             Some(kind) => self.agent_kind(kind)?,
         };
+        let policy = self.agent_policy(kind, &raw)?;
         let command = match (kind, raw.command) {
             (AgentKind::Command, None) => {
                 return Err(self
@@ -424,6 +480,94 @@ impl Ctx<'_> {
             model,
             args,
             format,
+            policy,
+        })
+    }
+
+    /// `permission_mode`, `allowed_tools`, `is_sandbox` and `env_pass`, checked against the kind.
+    fn agent_policy(
+        &self,
+        kind: AgentKind,
+        raw: &RawAgent,
+    ) -> Result<super::AgentPolicy, Box<SourceError>> {
+        let permission_mode = match &raw.permission_mode {
+            None => None,
+            Some(m) => {
+                let allowed: &[&str] = match kind {
+                    AgentKind::Claude => &[
+                        "default",
+                        "acceptEdits",
+                        "plan",
+                        "auto",
+                        "dontAsk",
+                        "bypassPermissions",
+                    ],
+                    AgentKind::Codex => &["read-only", "workspace-write", "danger-full-access"],
+                    AgentKind::Gemini => &["default", "auto_edit", "yolo", "plan"],
+                    AgentKind::Aider | AgentKind::Command => &[],
+                };
+                if allowed.is_empty() {
+                    return Err(self
+                        .error(
+                            m.span(),
+                            format!("`permission_mode` is not known for `kind = \"{kind}\"`"),
+                        )
+                        .with_help("it is for claude, codex and gemini; see docs/agents.md")
+                        .into());
+                }
+                if !allowed.contains(&m.get_ref().as_str()) {
+                    return Err(self
+                        .error(
+                            m.span(),
+                            format!("unknown `permission_mode` `{}` for {kind}", m.get_ref()),
+                        )
+                        .with_help(format!("expected one of: {}", allowed.join(", ")))
+                        .into());
+                }
+                Some(m.get_ref().clone())
+            }
+        };
+        let allowed_tools = match &raw.allowed_tools {
+            Some(t) if kind != AgentKind::Claude => {
+                return Err(self
+                    .error(t.span(), "`allowed_tools` is for `kind = \"claude\"`")
+                    .into());
+            }
+            other => other.as_ref().map(|t| t.get_ref().clone()),
+        };
+        let is_sandbox = match &raw.is_sandbox {
+            Some(b) if kind != AgentKind::Claude => {
+                return Err(self
+                    .error(b.span(), "`is_sandbox` is for `kind = \"claude\"`")
+                    .into());
+            }
+            other => other.as_ref().is_some_and(|b| *b.get_ref()),
+        };
+        let env_pass = match &raw.env_pass {
+            None => Vec::new(),
+            Some(list) => {
+                if let Some(bad) = list.get_ref().iter().find(|n| {
+                    let name = n.strip_suffix('*').unwrap_or(n);
+                    name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+                }) {
+                    return Err(self
+                        .error(
+                            list.span(),
+                            format!("`env_pass` names an invalid variable `{bad}`"),
+                        )
+                        .with_help(
+                            "give variable names (letters, digits, `_`), optionally ending in `*` for a prefix",
+                        )
+                        .into());
+                }
+                list.get_ref().clone()
+            }
+        };
+        Ok(super::AgentPolicy {
+            permission_mode,
+            allowed_tools,
+            is_sandbox,
+            env_pass,
         })
     }
 
@@ -482,15 +626,15 @@ impl Ctx<'_> {
         };
         let results = match raw.results {
             None => None,
-            Some(path)
-                if path.get_ref().trim().is_empty() || Path::new(path.get_ref()).is_absolute() =>
-            {
+            Some(path) if path.get_ref().trim().is_empty() => {
                 return Err(self
                     .error(path.span(), "`results` in [check] must be a relative path")
                     .with_help("the file the check writes, relative to the worktree, e.g. \"target/junit.xml\"")
                     .into());
             }
-            Some(path) => Some(PathBuf::from(path.into_inner())),
+            Some(path) => {
+                Some(self.inside_path(path, "`results` in [check]", "target/junit.xml")?)
+            }
         };
         let no_progress_after = match raw.no_progress_after {
             None => DEFAULT_NO_PROGRESS_AFTER,
@@ -848,7 +992,8 @@ impl Ctx<'_> {
                         .error(value.span(), "`file` in [gates] is empty")
                         .into());
                 }
-                file = Some(PathBuf::from(value.into_inner()));
+                file =
+                    Some(self.inside_path(value, "`file` in [gates]", ".nightshift/gates.toml")?);
                 continue;
             }
             let mode = crate::gate::check_mode(key.get_ref(), value.get_ref(), false).map_err(
@@ -907,7 +1052,13 @@ impl Ctx<'_> {
                     .with_help("give paths relative to the repository root, like \".mcp.json\" or \".claude/\"; not the root, not `..`, not absolute")
                     .into());
             }
-            seeds.push(PathBuf::from(path.get_ref().trim_end_matches('/')));
+            let seed = path.get_ref().trim_end_matches('/').to_owned();
+            let span = path.span();
+            seeds.push(self.inside_path(
+                Spanned::new(span, seed),
+                "seed in [worktree]",
+                ".mcp.json",
+            )?);
         }
         Ok(seeds)
     }
@@ -948,6 +1099,30 @@ impl Ctx<'_> {
             }
             let line = super::error::line_column(self.source, id.span().start).0;
             seen.insert(id.get_ref(), line);
+            if let Some(prompt) = &fields.prompt
+                && prompt.get_ref().contains('\0')
+            {
+                // Only an escape can put a NUL in a TOML string: point at it.
+                let span = prompt.span();
+                let literal = self.source.get(span.clone()).unwrap_or("");
+                let at = ["\\u0000", "\\U00000000"]
+                    .iter()
+                    .filter_map(|escape| literal.find(escape).map(|i| (i, escape.len())))
+                    .min()
+                    .map_or(span.clone(), |(i, len)| {
+                        span.start + i..span.start + i + len
+                    });
+                return Err(self
+                    .error(
+                        at,
+                        format!(
+                            "the `prompt` of item `{}` holds a NUL character",
+                            id.get_ref()
+                        ),
+                    )
+                    .with_help("remove the `\\u0000`: a prompt is text, and git cannot carry a NUL")
+                    .into());
+            }
             let prompt = match &fields.prompt {
                 Some(prompt) if !prompt.get_ref().trim().is_empty() => {
                     prompt.get_ref().trim().to_owned()

@@ -71,6 +71,7 @@ fn full_example_parses_with_its_values() -> TestResult {
                 model: None,
                 args: Vec::new(),
                 format: OutputFormat::Text,
+                policy: Default::default(),
             },
             check: CheckConfig {
                 command: Some("sh check.sh".into()),
@@ -1008,6 +1009,124 @@ fn bad_review_values_point_at_the_value() {
         "{HEAD}[agent.review]\ncommand = [\"x\"]\n[agent.review.review]\ncommand = [\"y\"]\n{tail}"
     ));
     assert!(e.message.contains("cannot nest"), "{e:?}");
+}
+
+#[test]
+fn a_prompt_with_a_nul_is_refused_where_the_escape_is() {
+    let source = format!("{HEAD}[[item]]\nid = \"a\"\nprompt = \"fine\\u0000not\"\n");
+    assert_error(
+        &source,
+        (7, 15),
+        "\\u0000",
+        "the `prompt` of item `a` holds a NUL character",
+        "remove the `\\u0000`",
+    );
+}
+
+#[test]
+fn every_config_path_stays_inside_the_repository() {
+    let item = "[[item]]\nid = \"a\"\nprompt = \"p\"\n";
+    for (source, at, span_text) in [
+        (
+            format!("{HEAD}results = \"../../../../victim.txt\"\n{item}"),
+            (5, 11),
+            "\"../../../../victim.txt\"",
+        ),
+        (
+            format!("plan = \"/etc/hostname\"\n{HEAD}{item}"),
+            (1, 8),
+            "\"/etc/hostname\"",
+        ),
+        (
+            format!("{HEAD}[gates]\nfile = \"../gates.toml\"\n{item}"),
+            (6, 8),
+            "\"../gates.toml\"",
+        ),
+        (
+            format!("{HEAD}results = \"target/../../junit.xml\"\n{item}"),
+            (5, 11),
+            "\"target/../../junit.xml\"",
+        ),
+    ] {
+        assert_error(
+            &source,
+            at,
+            span_text,
+            "must stay inside the repository",
+            "relative",
+        );
+    }
+}
+
+#[test]
+fn a_config_path_through_a_symlink_out_of_the_repository_is_refused() -> TestResult {
+    let outside = tempfile::tempdir()?;
+    let repo = tempfile::tempdir()?;
+    std::os::unix::fs::symlink(outside.path(), repo.path().join("out"))?;
+    std::fs::create_dir(repo.path().join("reports"))?;
+    std::os::unix::fs::symlink(repo.path().join("reports"), repo.path().join("inside-link"))?;
+    let file = repo.path().join(FILE_NAME);
+    let item = "[[item]]\nid = \"a\"\nprompt = \"p\"\n";
+    std::fs::write(&file, format!("{HEAD}results = \"out/junit.xml\"\n{item}"))?;
+    let Err(ConfigError::Invalid(error)) = load(&file) else {
+        panic!("a results path through a symlink out of the repository was accepted");
+    };
+    assert_eq!((error.line, error.column), (5, 11), "{error:?}");
+    assert!(error.message.contains("symlink"), "{error:?}");
+    // A symlink that stays inside is fine, and so is a path that does not exist yet.
+    std::fs::write(
+        &file,
+        format!("{HEAD}results = \"inside-link/new/junit.xml\"\n{item}"),
+    )?;
+    assert!(load(&file)?.check.results.is_some());
+    Ok(())
+}
+
+#[test]
+fn agent_policy_keys_parse_and_are_checked_against_the_kind() -> TestResult {
+    let source = "[agent]\nkind = \"claude\"\npermission_mode = \"bypassPermissions\"\n\
+                  allowed_tools = [\"Read\"]\nis_sandbox = true\nenv_pass = [\"MY_TOKEN\", \"CORP_*\"]\n\
+                  [check]\ncommand = \"true\"\n[[item]]\nid = \"a\"\nprompt = \"p\"\n";
+    let config = parse(source, FILE_NAME)?;
+    assert_eq!(
+        config.agent.policy,
+        crate::config::AgentPolicy {
+            permission_mode: Some("bypassPermissions".into()),
+            allowed_tools: Some(vec!["Read".into()]),
+            is_sandbox: true,
+            env_pass: vec!["MY_TOKEN".into(), "CORP_*".into()],
+        }
+    );
+    let tail = "[check]\ncommand = \"true\"\n[[item]]\nid = \"a\"\nprompt = \"p\"\n";
+    assert_error(
+        &format!("[agent]\nkind = \"codex\"\npermission_mode = \"acceptEdits\"\n{tail}"),
+        (3, 19),
+        "\"acceptEdits\"",
+        "unknown `permission_mode` `acceptEdits` for codex",
+        "workspace-write",
+    );
+    assert_error(
+        &format!("[agent]\nkind = \"aider\"\npermission_mode = \"yolo\"\n{tail}"),
+        (3, 19),
+        "\"yolo\"",
+        "`permission_mode` is not known for `kind = \"aider\"`",
+        "docs/agents.md",
+    );
+    assert_error(
+        &format!("[agent]\nkind = \"gemini\"\nallowed_tools = [\"x\"]\n{tail}"),
+        (3, 17),
+        "[\"x\"]",
+        "`allowed_tools` is for `kind = \"claude\"`",
+        "",
+    );
+    assert_error(
+        &format!("[agent]\nkind = \"claude\"\nenv_pass = [\"A B\"]\n{tail}"),
+        (3, 12),
+        "[\"A B\"]",
+        "`env_pass` names an invalid variable `A B`",
+        "letters, digits",
+    );
+    Ok(())
 }
 
 #[test]

@@ -49,8 +49,8 @@ pub enum Status {
 /// One precondition and what was found.
 #[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 pub struct Finding {
-    /// Stable name: `agent`, `git_repository`, `git_target`, `git_locks`, `git_operation`,
-    /// `check_runs`, `determinism`, `adequacy`, `notify`.
+    /// Stable name: `agent`, `git_repository`, `git_target`, `git_checkout`, `git_locks`,
+    /// `git_operation`, `check_runs`, `determinism`, `adequacy`, `config_template`, `notify`.
     pub name: String,
     pub class: GateClass,
     pub status: Status,
@@ -192,6 +192,9 @@ pub fn doctor(
                 &mut findings,
             ),
         }
+    }
+    if let Some(f) = unedited_template(config) {
+        push(f, &mut findings);
     }
     push(attention_file(ws), &mut findings);
     for f in notify_channels(&config.notify) {
@@ -406,7 +409,7 @@ fn git_state(ws: &Workspace, config: &Config) -> Vec<Finding> {
         Some(t) => Some(t.clone()),
         None => git.current_branch().ok().flatten(),
     };
-    out.push(match target {
+    out.push(match &target {
         None => Finding::fail(
             "git_target",
             GateClass::Safety,
@@ -429,6 +432,32 @@ fn git_state(ws: &Workspace, config: &Config) -> Vec<Finding> {
             ),
         },
     });
+
+    // User branches where nightshift's attempt branches go (`nightshift`, `nightshift/<item>`).
+    let ids: Vec<&str> = config.items.iter().map(|i| i.id.as_str()).collect();
+    match git.attempt_branch_blockers(&ids) {
+        Ok(blockers) if !blockers.is_empty() => out.push(Finding::fail(
+            "git_branches",
+            GateClass::Safety,
+            HaltReason::WorkspaceInvalid,
+            format!(
+                "branch(es) {} block nightshift's attempt branches (refs/heads/nightshift/<item>/<n>)",
+                blockers.join(", ")
+            ),
+            format!("rename it, e.g. `git branch -m {0} {0}-mine`", blockers[0]),
+        )),
+        _ => out.push(Finding::ok(
+            "git_branches",
+            GateClass::Safety,
+            "no branch blocks refs/heads/nightshift/<item>/<n>",
+        )),
+    }
+
+    // Uncommitted edits where the target is checked out: an item that changes one of those
+    // files waits at integration until they are committed or stashed.
+    if let Some(t) = &target {
+        out.push(checkout_state(&git, t));
+    }
 
     // Locks a git that died left behind.
     let mut locks = Vec::new();
@@ -488,6 +517,94 @@ fn git_state(ws: &Workspace, config: &Config) -> Vec<Finding> {
         )
     });
     out
+}
+
+/// `git_checkout`: a warning when the checkout of the target has uncommitted tracked changes.
+fn checkout_state(git: &Git, target: &str) -> Finding {
+    const NAME: &str = "git_checkout";
+    let checkout = git.worktree_list().ok().and_then(|list| {
+        list.into_iter()
+            .find(|w| w.branch.as_deref() == Some(target) && !w.prunable)
+    });
+    let Some(checkout) = checkout else {
+        return Finding::ok(
+            NAME,
+            GateClass::Safety,
+            format!("`{target}` is not checked out: integration moves the branch alone"),
+        );
+    };
+    match git.at(&checkout.path).dirty_tracked_paths() {
+        Ok(dirty) if dirty.is_empty() => Finding::ok(
+            NAME,
+            GateClass::Safety,
+            format!(
+                "the checkout of `{target}` at {} has no uncommitted changes",
+                checkout.path.display()
+            ),
+        ),
+        Ok(dirty) => {
+            let mut named: Vec<&str> = dirty.iter().take(5).map(String::as_str).collect();
+            if dirty.len() > 5 {
+                named.push("…");
+            }
+            Finding::warn(
+                NAME,
+                GateClass::Safety,
+                format!(
+                    "the checkout of `{target}` at {} has uncommitted changes to {} file{}: {}; \
+                     an item that changes one of them waits at integration (they are never \
+                     overwritten)",
+                    checkout.path.display(),
+                    dirty.len(),
+                    if dirty.len() == 1 { "" } else { "s" },
+                    named.join(", ")
+                ),
+                "commit or stash them before the run",
+            )
+        }
+        Err(e) => Finding::warn(
+            NAME,
+            GateClass::Safety,
+            format!(
+                "could not read the status of {}: {e}",
+                checkout.path.display()
+            ),
+            "run `git status` there",
+        ),
+    }
+}
+
+/// `config_template`: a warning when nightshift.toml still has what `nightshift init` wrote
+/// as placeholders (the agent and check commands that only fail, the example item).
+fn unedited_template(config: &Config) -> Option<Finding> {
+    let template =
+        crate::config::parse(crate::config::template(), crate::config::FILE_NAME).ok()?;
+    let mut left = Vec::new();
+    if config.agent.kind == AgentKind::Command && config.agent.command == template.agent.command {
+        left.push("the placeholder [agent] command");
+    }
+    if config.check.command.is_some() && config.check.command == template.check.command {
+        left.push("the placeholder [check] command");
+    }
+    if config
+        .items
+        .iter()
+        .any(|item| template.items.iter().any(|t| t.prompt == item.prompt))
+    {
+        left.push("the example [[item]]");
+    }
+    if left.is_empty() {
+        return None;
+    }
+    Some(Finding::warn(
+        "config_template",
+        GateClass::Product,
+        format!(
+            "nightshift.toml is still the `nightshift init` template: it has {}",
+            left.join(", ")
+        ),
+        "edit nightshift.toml: set [agent] command, [check] command and your [[item]]s",
+    ))
 }
 
 fn find_locks(dir: &Path, out: &mut Vec<PathBuf>, depth: u32) {

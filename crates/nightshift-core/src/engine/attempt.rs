@@ -292,13 +292,6 @@ impl Engine<'_> {
             launch::session_uuid(&run_id, &att.item, att.attempt, iteration, att.nudges);
         // A nudge resumes the CLI's own session where the CLI can (Claude: the id we chose).
         let resume = nudge.and(att.agent_session.clone());
-        let argv = launch::argv(&launch::Launch {
-            agent: &self.config.agent,
-            prompt: &text,
-            prompt_file: &prompt_file.display().to_string(),
-            session_id: &session_id,
-            resume: resume.as_deref(),
-        });
         self.record(EventKind::SessionStarted {
             item: att.item.clone(),
             attempt: att.attempt,
@@ -306,17 +299,18 @@ impl Engine<'_> {
             log: log.display().to_string(),
         })?;
         let worktree = PathBuf::from(&att.worktree);
-        let spec = ProcessSpec {
-            argv: crate::sandbox::for_agent(self.config.agent.kind, &worktree, &log, &prompt_file)
-                .require(self.config.sandbox.require)
-                .wrap(argv),
+        let spec = launch::spec(launch::SessionSetup {
+            agent: &self.config.agent,
+            prompt_file: &prompt_file,
+            session_id: &session_id,
+            resume: resume.as_deref(),
             cwd: worktree.clone(),
             env,
             timeout: self.config.session.timeout,
             kill_grace: self.config.session.kill_grace,
             log,
             tail_bytes: AGENT_TAIL,
-        };
+        });
         let budget = self.session_budget(item)?;
         let agent = self.config.agent.clone();
         let end = self.supervise_session(spec, &agent, budget, &att.item, att.attempt)?;
@@ -392,7 +386,7 @@ impl Engine<'_> {
         let budget_gate = self.config.gates.mode("budget");
         let packet = SessionPacket {
             spec,
-            parser: launch::parser_name(agent).and_then(crate::agent::parser_for),
+            parser: launch::parser(agent),
             stall_grace: (stall != crate::gate::GateMode::Off)
                 .then_some(self.config.session.stall_grace),
             budget,
@@ -593,10 +587,10 @@ impl Engine<'_> {
             CheckStage::Work => "check",
             CheckStage::Merged => "merged-check",
         };
-        let log = logs.join(format!(
+        let log = unused_log(&logs.join(format!(
             "{}-a{}-i{}.{suffix}.log",
             att.item, att.attempt, att.iteration
-        ));
+        )));
         self.record(EventKind::CheckStarted {
             item: att.item.clone(),
             attempt: att.attempt,
@@ -722,7 +716,35 @@ impl Engine<'_> {
         // Idempotent: after a crash between `git commit` and the journal, the tree is clean
         // and HEAD already holds the work. HEAD may equal the base (no changes yet); the check
         // still runs, and a green check on no changes fails the attempt.
+        // Nested repositories (docs/decisions.md, "nested repositories"): `add --all` fails on
+        // one without a commit (on every engine start) and records one with a commit as a
+        // gitlink to commits that exist nowhere else. The attempt fails, its item parks; the
+        // files are preserved as plain files.
+        let nested = wt.nested_repositories()?;
+        if !nested.is_empty() {
+            return self.park(
+                att,
+                format!(
+                    "the agent created a nested git repository ({}): nightshift ships no \
+                     repository inside the repository; its files are kept as plain files in \
+                     the preserved attempt",
+                    nested.join(", ")
+                ),
+            );
+        }
         wt.stage_and_commit(&self.commit_message(item, att))?;
+        // A gitlink the agent committed itself (`git add sub && git commit`).
+        let links = wt.new_gitlinks(&att.base, "HEAD")?;
+        if !links.is_empty() {
+            return self.park(
+                att,
+                format!(
+                    "the agent's commits add or move a gitlink ({}), a commit of another \
+                     repository that the base tree does not hold: nightshift never ships one",
+                    links.join(", ")
+                ),
+            );
+        }
         let (head, descends) = wt.head_descending_from(&att.base)?;
         if !descends {
             // Only work built on the base can be squashed onto the target: a candidate that
@@ -897,19 +919,39 @@ impl Engine<'_> {
             match checkout {
                 Some(w) => {
                     let user = self.git.at(&w.path);
-                    if !user.is_clean_tracked()? {
-                        if user.tracked_tree_equals(&merged)? {
-                            // Our own fast-forward, interrupted after the files moved: finish it.
-                            self.move_target(&refname, &merged, &onto)?;
-                            user.reset_index()?;
-                        } else {
-                            // Never move a branch under someone's uncommitted work: the item
-                            // waits in `integrating`, a person is told, the wait is retried.
-                            return self.wait_for_checkout(format!(
-                                "the target `{target}` is checked out at {} with uncommitted changes; commit or stash them and the item integrates",
-                                w.path.display()
-                            ));
+                    let dirty = user.dirty_tracked_paths()?;
+                    // The user's uncommitted edits that the fast-forward would have to move.
+                    let blocking: Vec<String> = if dirty.is_empty() {
+                        Vec::new()
+                    } else {
+                        let moved: std::collections::HashSet<String> = self
+                            .git
+                            .changed_paths(&onto, &merged)?
+                            .into_iter()
+                            .map(|(path, _)| path)
+                            .collect();
+                        dirty.into_iter().filter(|p| moved.contains(p)).collect()
+                    };
+                    if !blocking.is_empty() && user.tracked_tree_equals(&merged)? {
+                        // Our own fast-forward, interrupted after the files moved: finish it.
+                        self.move_target(&refname, &merged, &onto)?;
+                        user.reset_index()?;
+                    } else if !blocking.is_empty() {
+                        // Never move a file under someone's uncommitted work: the item waits in
+                        // `integrating`, a person is told, the wait is retried. Edits to other
+                        // files do not block: the fast-forward below leaves them as they are
+                        // (git refuses, and the item waits, if it would overwrite one).
+                        let mut named: Vec<&str> =
+                            blocking.iter().take(5).map(String::as_str).collect();
+                        if blocking.len() > 5 {
+                            named.push("…");
                         }
+                        return self.wait_for_checkout(format!(
+                            "the target `{target}` is checked out at {} with uncommitted changes to {} that `{}` also changes; commit or stash them and the item integrates",
+                            w.path.display(),
+                            named.join(", "),
+                            att.item
+                        ));
                     } else if let Err(e) = user.merge_ff_only(&merged) {
                         if self.target_tip()? != onto {
                             return Ok(()); // someone committed meanwhile: merge onto the new tip
@@ -1104,4 +1146,23 @@ pub(crate) fn check_env(
         ("NIGHTSHIFT_ATTEMPT".into(), attempt.to_string()),
         ("NIGHTSHIFT_ITERATION".into(), iteration.to_string()),
     ]
+}
+
+/// A check's log path that no earlier run of it wrote: `path` itself, else `<stem>.2.log`,
+/// `<stem>.3.log`… A check re-run after a crash used to append to the interrupted run's log
+/// (session logs append), so the log the results are parsed from held two outputs, did not
+/// parse, and the guards read `not_run` (issue 13). The interrupted run's output stays beside it.
+pub(crate) fn unused_log(path: &std::path::Path) -> PathBuf {
+    if !path.exists() {
+        return path.to_owned();
+    }
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let stem = name.strip_suffix(".log").unwrap_or(&name).to_owned();
+    (2u32..)
+        .map(|n| path.with_file_name(format!("{stem}.{n}.log")))
+        .find(|p| !p.exists())
+        .unwrap_or_else(|| path.to_owned())
 }

@@ -48,6 +48,10 @@ pub struct RunOptions {
     /// `run --until`: no new session or attempt after this time; the run then stops
     /// `deadline_reached`, resumable. `None` keeps the deadline the run journaled, if any.
     pub until: Option<Until>,
+    /// A supervisor's restart: the journal position when the supervisor started its first
+    /// engine. The run opened since is resumed; if it has halted, the engine exits with that
+    /// halt and starts nothing (a supervisor never starts a new run). `None`: the user's start.
+    pub restart_after: Option<i64>,
 }
 
 /// A `--until` deadline.
@@ -65,6 +69,8 @@ pub struct RunSummary {
     pub halt: HaltReason,
     pub resumed: bool,
     pub items: Vec<ItemRow>,
+    /// A restarted engine found its run already halted and did nothing.
+    pub already_halted: bool,
 }
 
 /// Errors that stop the engine (the run stays resumable; no item verdict is written for them).
@@ -115,6 +121,9 @@ pub fn run(opts: RunOptions, observe: &mut dyn FnMut(&Event)) -> Result<RunSumma
         opts.clock.wall().strftime("%Y-%m-%d %H:%M:%S UTC")
     );
     let mut lock = RunLock::acquire(&ws.lock(), &holder)?;
+    // While this engine holds the lock it beats; readers tell a frozen or dead engine from a
+    // live one by the beat's age (`heartbeat_stale`).
+    let _beat = crate::supervise::live::Beat::start(&ws, opts.clock.clone());
     preflight(&opts.config)?;
     let missing = crate::git::missing_seeds(ws.root(), &opts.config.seed);
     if !missing.is_empty() {
@@ -129,6 +138,19 @@ pub fn run(opts: RunOptions, observe: &mut dyn FnMut(&Event)) -> Result<RunSumma
         });
     }
     let store = Store::open(&ws.state_db())?;
+    if let Some(after) = opts.restart_after
+        && let crate::store::Since::Halted { run_id, halt } = store.since(after)?
+    {
+        let items = store.items(&run_id)?;
+        drop(lock);
+        return Ok(RunSummary {
+            run_id,
+            halt,
+            resumed: false,
+            items,
+            already_halted: true,
+        });
+    }
     let mut engine = Engine {
         ws,
         git,
@@ -175,6 +197,7 @@ pub fn run(opts: RunOptions, observe: &mut dyn FnMut(&Event)) -> Result<RunSumma
         halt,
         resumed,
         items,
+        already_halted: false,
     })
 }
 
@@ -406,6 +429,26 @@ impl Engine<'_> {
             what: format!("the target branch `{target}` does not exist or has no commits"),
             help: Some("create it with a first commit, or set [integrate] target to an existing branch".into()),
         })?;
+        let ids: Vec<&str> = plan.items.iter().map(|i| i.id.as_str()).collect();
+        let blockers = self.git.attempt_branch_blockers(&ids)?;
+        if !blockers.is_empty() {
+            return Err(EngineError::Workspace {
+                what: format!(
+                    "your branch(es) {} block nightshift's attempt branches \
+                     (refs/heads/nightshift/<item>/<n>): git cannot create them beside a branch \
+                     of that name",
+                    blockers
+                        .iter()
+                        .map(|b| format!("`{b}`"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+                help: Some(format!(
+                    "rename it, e.g. `git branch -m {} {}-mine`",
+                    blockers[0], blockers[0]
+                )),
+            });
+        }
         let mut items = Vec::with_capacity(plan.items.len());
         for item in &plan.items {
             items.push(PlannedItem {
@@ -728,8 +771,10 @@ fn starts_session(att: &crate::store::AttemptRow, max_iterations: u32) -> bool {
     }
 }
 
-/// Keeps `.nightshift/` out of `git status` without touching a tracked file.
-pub(crate) fn ensure_excluded(common_dir: &std::path::Path) -> Result<(), EngineError> {
+/// Keeps `.nightshift/` out of `git status` without touching a tracked file: a line in
+/// `.git/info/exclude` (of the common directory, so every worktree sees it). `init` and every run
+/// start call it.
+pub fn ensure_excluded(common_dir: &std::path::Path) -> Result<(), EngineError> {
     let exclude = common_dir.join("info").join("exclude");
     let text = std::fs::read_to_string(&exclude).unwrap_or_default();
     if text.lines().any(|l| {

@@ -14,7 +14,7 @@ use super::{Engine, EngineError, io_err, launch};
 use crate::config::{AgentConfig, OnTimeout, ReviewWhen, TriageAction};
 use crate::halt::HaltReason;
 use crate::notify::{self, Alert, AlertKind};
-use crate::session::{self, Budget, Outcome, ProcessEnd, ProcessSpec};
+use crate::session::{self, Budget, Outcome, ProcessEnd};
 use crate::store::{AttemptRow, EventKind, ItemRow, Spend};
 use crate::verdict::{self, Decision, Verdict};
 
@@ -258,30 +258,24 @@ impl Engine<'_> {
         let run_id = self.run_id();
         // A UUID of its own per review session (Claude takes it as `--session-id`).
         let session_id = launch::session_uuid(&run_id, &r.stem, r.attempt, 0, 0);
-        let argv = launch::argv(&launch::Launch {
-            agent: r.agent,
-            prompt: &r.prompt,
-            prompt_file: &prompt_file.display().to_string(),
-            session_id: &session_id,
-            resume: None,
-        });
         let timeout = self
             .config
             .review
             .review
             .timeout
             .unwrap_or(self.config.session.timeout);
-        let spec = ProcessSpec {
-            argv: crate::sandbox::for_agent(r.agent.kind, &r.cwd, &log, &prompt_file)
-                .require(self.config.sandbox.require)
-                .wrap(argv),
+        let spec = launch::spec(launch::SessionSetup {
+            agent: r.agent,
+            prompt_file: &prompt_file,
+            session_id: &session_id,
+            resume: None,
             cwd: r.cwd.clone(),
             env,
             timeout,
             kill_grace: self.config.session.kill_grace,
             log: log.clone(),
             tail_bytes: 4096,
-        };
+        });
         let end = self.supervise_session(spec, r.agent, r.budget, r.item, r.attempt)?;
         if end.outcome == Outcome::SpawnFailed {
             return Err(EngineError::Execution {

@@ -57,7 +57,7 @@ impl Engine<'_> {
     /// Removes a stale results file before a check run, so an old report is never read.
     pub(super) fn clear_results_file(&self, worktree: &Path) {
         if let Some(file) = &self.config.check.results {
-            let _ = std::fs::remove_file(worktree.join(file));
+            clear_results_file(worktree, file);
         }
     }
 
@@ -132,7 +132,9 @@ impl Engine<'_> {
         let worktree = PathBuf::from(&att.worktree);
         let logs = self.ws.logs(&self.run_id());
         std::fs::create_dir_all(&logs).map_err(io_err(&logs))?;
-        let log = logs.join(format!("{}-a{}.baseline-check.log", att.item, att.attempt));
+        let log = super::attempt::unused_log(
+            &logs.join(format!("{}-a{}.baseline-check.log", att.item, att.attempt)),
+        );
         self.clear_results_file(&worktree);
         let run = crate::check::run(
             &self.check_command(item),
@@ -434,8 +436,17 @@ pub(crate) fn evaluate(
     if !green {
         return Ok(verdicts);
     }
-    verdicts.push(guard::test_set(base, results));
-    verdicts.push(guard::skipped(base, results));
+    let expect = if config.check.format == FormatChoice::ExitCode {
+        guard::Expect::Never
+    } else if config.check.results.is_some()
+        || matches!(config.check.format, FormatChoice::Fixed(_))
+    {
+        guard::Expect::Required
+    } else {
+        guard::Expect::Detected
+    };
+    verdicts.push(guard::test_set(base, results, expect));
+    verdicts.push(guard::skipped(base, results, expect));
     let tests = PathSet::new(config.guards.test_paths.iter().map(String::as_str))
         .unwrap_or_else(|_| PathSet::empty());
     let mut files = Vec::new();
@@ -468,10 +479,33 @@ pub(crate) fn read_results(
         return None;
     }
     let bytes = match &config.check.results {
-        Some(file) => std::fs::read(worktree.join(file)).ok()?,
+        // Through the worktree's symlinks only while they stay inside it: an agent can make one.
+        Some(file) => std::fs::read(crate::config::resolve_inside(worktree, file).ok()?).ok()?,
         None => std::fs::read(log).ok()?,
     };
     format.parse(&bytes)
+}
+
+/// Removes the results file `file` (relative) in `worktree` before a check run, but only inside
+/// the worktree: its directory is resolved through the worktree's symlinks (which an agent may
+/// have made) and must stay inside it, and a symlink in its place is removed itself, never what
+/// it points to. Anything else is left alone: nightshift never deletes a file outside the
+/// worktree it made.
+pub(crate) fn clear_results_file(worktree: &Path, file: &Path) {
+    let (Some(parent), Some(name)) = (file.parent(), file.file_name()) else {
+        return;
+    };
+    let directory = if parent.as_os_str().is_empty() {
+        worktree.canonicalize()
+    } else {
+        match crate::config::resolve_inside(worktree, parent) {
+            Ok(directory) => Ok(directory),
+            Err(_) => return,
+        }
+    };
+    if let Ok(directory) = directory {
+        let _ = std::fs::remove_file(directory.join(name));
+    }
 }
 
 /// Where the first verdict of `command` on `tree` is cached.
@@ -524,5 +558,39 @@ pub(super) fn guard_base(att: &AttemptRow) -> String {
     match &att.onto {
         Some(onto) if att.conflict_repairs > 0 => onto.clone(),
         _ => att.base.clone(),
+    }
+}
+
+#[cfg(test)]
+mod results_file_tests {
+    use super::clear_results_file;
+    use std::path::Path;
+
+    #[test]
+    fn a_stale_results_file_is_removed_but_never_one_outside_the_worktree() -> std::io::Result<()> {
+        let outside = tempfile::tempdir()?;
+        let worktree = tempfile::tempdir()?;
+        let victim = outside.path().join("junit.xml");
+        std::fs::write(&victim, "keep me")?;
+        // An agent links a directory of the worktree out of it.
+        std::os::unix::fs::symlink(outside.path(), worktree.path().join("target"))?;
+        clear_results_file(worktree.path(), Path::new("target/junit.xml"));
+        assert!(victim.exists(), "a file outside the worktree was deleted");
+        // ...or puts a symlink where the results file goes: the link goes, the target stays.
+        std::os::unix::fs::symlink(&victim, worktree.path().join("report.xml"))?;
+        clear_results_file(worktree.path(), Path::new("report.xml"));
+        assert!(victim.exists(), "the symlink's target was deleted");
+        assert!(std::fs::symlink_metadata(worktree.path().join("report.xml")).is_err());
+        // `..` never leaves either (the config refuses it; this is the second line).
+        let nested = worktree.path().join("a/b");
+        std::fs::create_dir_all(&nested)?;
+        clear_results_file(&nested, Path::new("../../../junit.xml"));
+        // A real stale report inside is removed.
+        std::fs::create_dir(worktree.path().join("out"))?;
+        let stale = worktree.path().join("out/junit.xml");
+        std::fs::write(&stale, "old")?;
+        clear_results_file(worktree.path(), Path::new("out/junit.xml"));
+        assert!(!stale.exists());
+        Ok(())
     }
 }

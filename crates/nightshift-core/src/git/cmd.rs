@@ -149,9 +149,24 @@ impl Git {
         args: &[S],
         env: &[(&str, &OsStr)],
     ) -> Result<Output, GitError> {
+        self.output_with_input(args, env, None)
+    }
+
+    /// [`Git::output`], with `input` written to git's stdin (then closed): how commit
+    /// messages reach git (`-F -`), so that no message is bounded by the argument limit
+    /// (`E2BIG` past 128 KiB) or cut by a NUL.
+    pub(crate) fn output_with_input<S: AsRef<OsStr>>(
+        &self,
+        args: &[S],
+        env: &[(&str, &OsStr)],
+        input: Option<&[u8]>,
+    ) -> Result<Output, GitError> {
         let mut cmd = self.command(args);
         for (k, v) in env {
             cmd.env(k, v);
+        }
+        if input.is_some() {
+            cmd.stdin(Stdio::piped());
         }
         let display = || {
             args.iter()
@@ -164,6 +179,16 @@ impl Git {
             dir: self.dir.clone(),
             source,
         })?;
+        // Written from a thread: git may answer before it has read everything.
+        let writer = match (input, child.stdin.take()) {
+            (Some(input), Some(mut pipe)) => {
+                let input = input.to_vec();
+                Some(std::thread::spawn(move || {
+                    let _ = std::io::Write::write_all(&mut pipe, &input);
+                }))
+            }
+            _ => None,
+        };
         let mut out_pipe = child.stdout.take();
         let mut err_pipe = child.stderr.take();
         let (tx, rx) = std::sync::mpsc::channel();
@@ -203,6 +228,9 @@ impl Git {
             source,
         })?;
         let (out, err) = reader.join().unwrap_or_default();
+        if let Some(writer) = writer {
+            let _ = writer.join();
+        }
         Ok(Output {
             code: status.code().unwrap_or(-1),
             stdout: String::from_utf8_lossy(&out).into_owned(),
@@ -221,7 +249,17 @@ impl Git {
         args: &[S],
         env: &[(&str, &OsStr)],
     ) -> Result<String, GitError> {
-        let out = self.output(args, env)?;
+        self.run_input(args, env, None)
+    }
+
+    /// [`Git::run_env`] with `input` on git's stdin.
+    pub(crate) fn run_input<S: AsRef<OsStr>>(
+        &self,
+        args: &[S],
+        env: &[(&str, &OsStr)],
+        input: Option<&[u8]>,
+    ) -> Result<String, GitError> {
+        let out = self.output_with_input(args, env, input)?;
         if out.code != 0 {
             return Err(GitError::Failed {
                 args: args

@@ -2,6 +2,7 @@
 //! commits, a timeout on every call. Worktree lifecycle and preservation live in `worktree`.
 
 mod cmd;
+pub mod message;
 mod seed;
 mod worktree;
 

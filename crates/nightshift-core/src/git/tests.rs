@@ -172,3 +172,118 @@ fn head_descending_from_tells_built_on_from_rewritten() {
         (sideways, false)
     );
 }
+
+#[test]
+fn a_prompt_sized_message_past_the_argument_limit_or_with_a_nul_commits_everywhere() {
+    let (dir, git) = repo();
+    let root = dir.path();
+    // 200 KiB in one argument is past the kernel's 128 KiB per-argument limit (E2BIG).
+    let huge = format!(
+        "item: big\n\n{}\n\nNightshift-Item: big\n",
+        "x".repeat(200 * 1024)
+    );
+    let nul = "item: nul\n\nbefore\0after\n";
+    for message in [huge.as_str(), nul] {
+        std::fs::write(root.join("a.txt"), message.len().to_string()).unwrap();
+        let head = git.commit_all(message).unwrap();
+        let body = git.run(&["log", "-1", "--format=%B", &head]).unwrap();
+        assert!(
+            body.len() <= message::MAX_MESSAGE_BYTES + 1,
+            "{}",
+            body.len()
+        );
+        assert!(!body.contains('\0'));
+        let tree = git.tree_of(&head).unwrap();
+        let made = git.commit_tree(&tree, &[&head], message).unwrap();
+        let snap = git
+            .snapshot(message, None, &root.join("scratch.index"))
+            .unwrap();
+        let replayed = git.replay_commit(&tree, &head, &made).unwrap();
+        for commit in [&made, &snap, &replayed] {
+            let text = git.run(&["log", "-1", "--format=%B", commit]).unwrap();
+            assert_eq!(text.trim_end(), body.trim_end(), "{commit}");
+        }
+    }
+    let huge_body = git.run(&["log", "-1", "--format=%B", "HEAD"]).unwrap();
+    assert!(huge_body.contains("beforeafter"), "{huge_body}");
+    let first = git.run(&["log", "--format=%B", "-1", "HEAD~1"]).unwrap();
+    assert!(
+        first.trim_end().ends_with("Nightshift-Item: big"),
+        "{first}"
+    );
+}
+
+/// `git init` (and optionally a commit) in `root/dir`, with `file` in it.
+fn nested_repo(root: &std::path::Path, dir: &str, file: &str, commit: bool) {
+    let at = root.join(dir);
+    std::fs::create_dir_all(&at).unwrap();
+    std::fs::write(at.join(file), format!("{file} in {dir}\n")).unwrap();
+    let git = |args: &[&str]| {
+        let ok = std::process::Command::new("git")
+            .current_dir(&at)
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .args(["-c", "user.name=t", "-c", "user.email=t@t"])
+            .args(args)
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "{args:?}");
+    };
+    git(&["init", "-q"]);
+    if commit {
+        git(&["add", "-A"]);
+        git(&["commit", "-qm", "inner"]);
+    }
+}
+
+#[test]
+fn nested_repositories_are_named_and_preserved_as_plain_files() {
+    let (dir, git) = repo();
+    let root = dir.path();
+    nested_repo(root, "fresh", "a.txt", false);
+    nested_repo(root, "deep/done", "b.txt", true);
+    std::fs::write(root.join("plain.txt"), "plain\n").unwrap();
+    assert_eq!(git.nested_repositories().unwrap(), ["deep/done/", "fresh/"]);
+    let snap = git
+        .snapshot("snap", None, &root.join(".git/scratch.index"))
+        .unwrap();
+    let tree = git
+        .run(&["ls-tree", "-r", "--format=%(objectmode) %(path)", &snap])
+        .unwrap();
+    assert_eq!(
+        tree,
+        "100644 .gitignore\n100644 a.txt\n100644 deep/done/b.txt\n100644 fresh/a.txt\n100644 plain.txt\n"
+    );
+    assert_eq!(
+        git.run(&["show", &format!("{snap}:deep/done/b.txt")])
+            .unwrap(),
+        "b.txt in deep/done\n"
+    );
+}
+
+#[test]
+fn a_committed_gitlink_is_seen_and_its_checkout_preserved_as_files() {
+    let (dir, git) = repo();
+    let root = dir.path();
+    let base = git.resolve("HEAD").unwrap().unwrap();
+    nested_repo(root, "sub", "s.txt", true);
+    // What an agent's own `git add sub && git commit` does.
+    git.run(&["add", "sub"]).unwrap();
+    let head = git.commit_all("gitlink").unwrap();
+    assert_eq!(git.new_gitlinks(&base, &head).unwrap(), ["sub"]);
+    assert_eq!(
+        git.new_gitlinks(&base, &base).unwrap(),
+        Vec::<String>::new()
+    );
+    let snap = git
+        .snapshot("snap", None, &root.join(".git/scratch.index"))
+        .unwrap();
+    assert_eq!(
+        git.run(&["show", &format!("{snap}:sub/s.txt")]).unwrap(),
+        "s.txt in sub\n"
+    );
+    let modes = git
+        .run(&["ls-tree", "-r", "--format=%(objectmode)", &snap])
+        .unwrap();
+    assert!(!modes.contains("160000"), "{modes}");
+}

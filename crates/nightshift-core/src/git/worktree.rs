@@ -14,6 +14,10 @@ const IDENT: [(&str, &str); 4] = [
     ("GIT_COMMITTER_EMAIL", "nightshift@localhost"),
 ];
 
+/// Where attempt branches live: `refs/heads/nightshift/<item>/<n>`.
+pub const ATTEMPT_BRANCHES: &str = "refs/heads/nightshift/";
+const ATTEMPT_PREFIX: &str = "nightshift/";
+
 fn ident() -> Vec<(&'static str, &'static OsStr)> {
     IDENT.iter().map(|(k, v)| (*k, OsStr::new(*v))).collect()
 }
@@ -114,6 +118,26 @@ impl Git {
             .is_empty())
     }
 
+    /// The tracked paths of this checkout whose index or file differs from HEAD (both sides of
+    /// a staged rename), untracked files ignored.
+    pub fn dirty_tracked_paths(&self) -> Result<Vec<String>, GitError> {
+        let out = self.run(&["status", "--porcelain", "-z", "--untracked-files=no"])?;
+        let mut paths = Vec::new();
+        let mut fields = out.split('\0').filter(|f| !f.is_empty());
+        while let Some(entry) = fields.next() {
+            let (Some(status), Some(path)) = (entry.get(..2), entry.get(3..)) else {
+                continue;
+            };
+            paths.push(path.to_owned());
+            if status.contains(['R', 'C'])
+                && let Some(original) = fields.next()
+            {
+                paths.push(original.to_owned());
+            }
+        }
+        Ok(paths)
+    }
+
     /// Stages everything in this worktree and commits it as nightshift (hooks off). Returns
     /// HEAD afterwards; commits nothing when there is nothing to commit. (The engine uses
     /// [`Git::stage_and_commit`] and [`Git::head_descending_from`]; this is the tests' shorthand.)
@@ -181,9 +205,11 @@ impl Git {
     /// `add --all` and `commit`, nothing to commit being fine.
     pub fn stage_and_commit(&self, message: &str) -> Result<(), GitError> {
         self.run(&["add", "--all"])?;
-        let out = self.output(
-            &["commit", "--quiet", "--no-verify", "-m", message],
+        let message = super::message::sanitize(message);
+        let out = self.output_with_input(
+            &["commit", "--quiet", "--no-verify", "-F", "-"],
             &ident(),
+            Some(message.as_bytes()),
         )?;
         if out.code != 0 {
             // Nothing staged is fine (the work may already be committed); anything else is not.
@@ -246,19 +272,189 @@ impl Git {
         let env_index = [("GIT_INDEX_FILE", scratch_index.as_os_str())];
         let result = (|| {
             self.run_env(&["read-tree", "HEAD"], &env_index)?;
-            self.run_env(&["add", "--all"], &env_index)?;
+            // A nested repository would be a gitlink to commits that exist nowhere else (or
+            // fail `add` when it has none): its files are preserved as plain files instead.
+            let mut nested = self.nested_repositories()?;
+            // Gitlinks HEAD holds to commits this repository lacks (an agent committed a
+            // nested repository): their checkouts' files are what can be kept.
+            let staged = self.run_env(&["ls-files", "--stage", "-z"], &env_index)?;
+            for entry in staged.split('\0') {
+                let Some((meta, path)) = entry.split_once('\t') else {
+                    continue;
+                };
+                let mut meta = meta.split(' ');
+                if meta.next() != Some("160000") {
+                    continue;
+                }
+                let oid = meta.next().unwrap_or_default();
+                let known = self
+                    .output(&["cat-file", "-e", &format!("{oid}^{{commit}}")], &[])?
+                    .code
+                    == 0;
+                if !known && self.dir().join(path).join(".git").exists() {
+                    self.run_env(&["update-index", "--force-remove", "--", path], &env_index)?;
+                    nested.push(format!("{path}/"));
+                }
+            }
+            let mut add: Vec<String> = vec!["add".into(), "--all".into()];
+            if !nested.is_empty() {
+                add.extend(["--".into(), ".".into()]);
+                add.extend(nested.iter().map(|n| format!(":(exclude,literal){n}")));
+            }
+            self.run_env(&add, &env_index)?;
+            for dir in &nested {
+                self.add_as_plain_files(dir, &env_index)?;
+            }
             let tree = self.run_env(&["write-tree"], &env_index)?.trim().to_owned();
             let mut args = vec!["commit-tree".to_owned(), tree, "-p".into(), head.clone()];
             if let Some(extra) = extra_parent.filter(|p| *p != head) {
                 args.push("-p".into());
                 args.push(extra.to_owned());
             }
-            args.push("-m".into());
-            args.push(message.to_owned());
-            Ok(self.run_env(&args, &ident())?.trim().to_owned())
+            args.extend(["-F".into(), "-".into()]);
+            let message = super::message::sanitize(message);
+            Ok(self
+                .run_input(&args, &ident(), Some(message.as_bytes()))?
+                .trim()
+                .to_owned())
         })();
         let _ = std::fs::remove_file(scratch_index);
         result
+    }
+
+    /// Untracked, not ignored directories of this worktree that hold a repository of their
+    /// own (a `.git` directory or file: an agent's `git init` or `git clone`), `/`-terminated
+    /// and relative to the worktree. `git add --all` fails on one without a commit and
+    /// records one with a commit as a gitlink to commits that exist nowhere else.
+    pub fn nested_repositories(&self) -> Result<Vec<String>, GitError> {
+        let out = self.run(&["ls-files", "--others", "--exclude-standard", "-z"])?;
+        Ok(out
+            .split('\0')
+            .filter(|p| p.ends_with('/'))
+            .map(str::to_owned)
+            .collect())
+    }
+
+    /// The gitlinks (submodule entries, mode 160000) that `to` adds or changes against
+    /// `from`: commits another repository holds, which nightshift never ships unless it got
+    /// them from the base tree.
+    pub fn new_gitlinks(&self, from: &str, to: &str) -> Result<Vec<String>, GitError> {
+        let out = self.run(&[
+            "diff",
+            "--raw",
+            "-z",
+            "--no-renames",
+            "--no-abbrev",
+            from,
+            to,
+        ])?;
+        let mut fields = out.split('\0').filter(|f| !f.is_empty());
+        let mut links = Vec::new();
+        while let (Some(meta), Some(path)) = (fields.next(), fields.next()) {
+            let new_mode = meta.trim_start_matches(':').split(' ').nth(1);
+            if new_mode == Some("160000") {
+                links.push(path.to_owned());
+            }
+        }
+        Ok(links)
+    }
+
+    /// Adds the files of the nested repository at `dir` (relative, `/`-terminated) to the
+    /// index `env_index` names as plain files: what its own git lists as tracked or
+    /// untracked-not-ignored, its `.git` left out, repositories nested in it likewise.
+    fn add_as_plain_files(&self, dir: &str, env_index: &[(&str, &OsStr)]) -> Result<(), GitError> {
+        let nested = self.at(self.dir().join(dir));
+        let listed = nested.run(&[
+            "ls-files",
+            "--cached",
+            "--others",
+            "--exclude-standard",
+            "-z",
+        ])?;
+        let mut files = Vec::new();
+        let mut links: Vec<(String, String)> = Vec::new();
+        for entry in listed.split('\0').filter(|e| !e.is_empty()) {
+            let path = format!("{dir}{entry}");
+            if entry.ends_with('/') {
+                self.add_as_plain_files(&path, env_index)?;
+                continue;
+            }
+            // Listed from the index but deleted, or a name git's line protocol cannot carry.
+            let Ok(meta) = std::fs::symlink_metadata(self.dir().join(&path)) else {
+                continue;
+            };
+            if path.contains('\n') || !(meta.is_file() || meta.is_symlink()) {
+                continue;
+            }
+            if meta.is_symlink() {
+                // A link's blob is its target, which `--stdin-paths` would follow.
+                let Ok(target) = std::fs::read_link(self.dir().join(&path)) else {
+                    continue;
+                };
+                let target = std::os::unix::ffi::OsStrExt::as_bytes(target.as_os_str()).to_vec();
+                let blob = self.run_input(&["hash-object", "-w", "--stdin"], &[], Some(&target))?;
+                links.push((path, blob.trim().to_owned()));
+                continue;
+            }
+            let mode = if std::os::unix::fs::PermissionsExt::mode(&meta.permissions()) & 0o111 != 0
+            {
+                "100755"
+            } else {
+                "100644"
+            };
+            files.push((path, mode));
+        }
+        if files.is_empty() && links.is_empty() {
+            return Ok(());
+        }
+        let mut info = Vec::new();
+        for (path, blob) in &links {
+            info.extend_from_slice(format!("120000 {blob}\t{path}").as_bytes());
+            info.push(0);
+        }
+        let mut paths = String::new();
+        for (path, _) in &files {
+            paths.push_str(path);
+            paths.push('\n');
+        }
+        let blobs = if files.is_empty() {
+            String::new()
+        } else {
+            self.run_input(
+                &["hash-object", "-w", "--no-filters", "--stdin-paths"],
+                &[],
+                Some(paths.as_bytes()),
+            )?
+        };
+        for ((path, mode), blob) in files.iter().zip(blobs.lines()) {
+            info.extend_from_slice(format!("{mode} {blob}\t{path}").as_bytes());
+            info.push(0);
+        }
+        self.run_input(
+            &["update-index", "-z", "--add", "--index-info"],
+            env_index,
+            Some(&info),
+        )?;
+        Ok(())
+    }
+
+    /// The user's branches that would block nightshift's attempt branches
+    /// (`nightshift/<item>/<n>`): a branch named `nightshift` (git cannot have both
+    /// `refs/heads/nightshift` and `refs/heads/nightshift/…`, a directory/file conflict) and a
+    /// branch `nightshift/<item>` for any of `items`. Short names, sorted.
+    pub fn attempt_branch_blockers(&self, items: &[&str]) -> Result<Vec<String>, GitError> {
+        let refs = self.refs_under(&[ATTEMPT_BRANCHES.trim_end_matches('/')])?;
+        Ok(refs
+            .iter()
+            .filter_map(|r| r.strip_prefix("refs/heads/"))
+            .filter(|name| {
+                *name == "nightshift"
+                    || name
+                        .strip_prefix(ATTEMPT_PREFIX)
+                        .is_some_and(|rest| items.contains(&rest))
+            })
+            .map(str::to_owned)
+            .collect())
     }
 
     /// Points `name` at `commit` unconditionally (for nightshift's own refs).
@@ -357,9 +553,12 @@ impl Git {
             args.push("-p".into());
             args.push((*p).to_owned());
         }
-        args.push("-m".into());
-        args.push(message.to_owned());
-        Ok(self.run_env(&args, &ident())?.trim().to_owned())
+        args.extend(["-F".into(), "-".into()]);
+        let message = super::message::sanitize(message);
+        Ok(self
+            .run_input(&args, &ident(), Some(message.as_bytes()))?
+            .trim()
+            .to_owned())
     }
 
     /// The commits of `range` oldest first, and whether any of them is a merge.
@@ -401,7 +600,11 @@ impl Git {
             env.push(("GIT_AUTHOR_DATE", OsStr::new(&date)));
         }
         Ok(self
-            .run_env(&["commit-tree", tree, "-p", parent, "-m", &message], &env)?
+            .run_input(
+                &["commit-tree", tree, "-p", parent, "-F", "-"],
+                &env,
+                Some(super::message::sanitize(&message).as_bytes()),
+            )?
             .trim()
             .to_owned())
     }
@@ -416,6 +619,8 @@ impl Git {
     /// Starts merging `commit` into this worktree's branch without committing, leaving any
     /// conflicts (with markers) for someone to resolve. Returns whether there are conflicts.
     pub fn merge_no_commit(&self, commit: &str, message: &str) -> Result<bool, GitError> {
+        // `merge -F` reads no stdin; sanitized, the message is below the argument limit.
+        let message = super::message::sanitize(message);
         let out = self.output(
             &[
                 "merge",
@@ -423,7 +628,7 @@ impl Git {
                 "--no-commit",
                 "--no-verify",
                 "-m",
-                message,
+                &message,
                 commit,
             ],
             &ident(),

@@ -135,20 +135,29 @@ pub fn count(language: Language, text: &str) -> Counts {
 
 /// Non-overlapping occurrences of any form, each at a word boundary on its left (so that
 /// `debug_assert!(` is not also an `assert!(`, nor `my_expect(` an `expect(`).
+///
+/// The scan is over bytes and compares bytes, never slicing the `str`: a byte offset inside
+/// a multi-byte character (`"1.2.3+4ÿ"`, CJK text) is not a char boundary, and slicing a
+/// `str` there panics. Every form is ASCII, so a byte match is a character match.
 fn occurrences(line: &str, forms: &[&str], language: Language) -> usize {
     let bytes = line.as_bytes();
     let mut n = 0;
     let mut i = 0;
-    while i < bytes.len() {
-        let at_boundary = i == 0 || {
-            let prev = bytes[i - 1];
-            !(prev.is_ascii_alphanumeric() || prev == b'_')
-                || (language == Language::JavaScript
-                    && prev == b'.'
-                    && line[i..].starts_with("should."))
+    while let Some(rest) = bytes.get(i..) {
+        if rest.is_empty() {
+            break;
+        }
+        let at_boundary = match i.checked_sub(1).and_then(|p| bytes.get(p)) {
+            None => true,
+            Some(&prev) => {
+                !(prev.is_ascii_alphanumeric() || prev == b'_')
+                    || (language == Language::JavaScript
+                        && prev == b'.'
+                        && rest.starts_with(b"should."))
+            }
         };
         let found = at_boundary
-            .then(|| forms.iter().find(|f| line[i..].starts_with(**f)))
+            .then(|| forms.iter().find(|f| rest.starts_with(f.as_bytes())))
             .flatten();
         match found {
             Some(form) => {
@@ -214,6 +223,35 @@ mod tests {
                 skips: 1
             }
         );
+    }
+
+    #[test]
+    fn non_ascii_text_counts_without_panicking() {
+        // The two field reports: a byte offset inside `ÿ` and inside CJK characters.
+        let rust = "#[test]\nfn parses() {\n    let v = \"1.2.3+4ÿ\"; assert_eq!(parse(v), None);\n    assert!(v.ends_with('ÿ'));\n}\n";
+        assert_eq!(
+            count(Language::Rust, rust),
+            Counts {
+                assertions: 2,
+                skips: 0
+            }
+        );
+        let py = "def test_cjk():\n    self.assertEqual(greet('世界'), '你好，世界')\n    assert 名前 == '名前'\n";
+        assert_eq!(
+            count(Language::Python, py),
+            Counts {
+                assertions: 2,
+                skips: 0
+            }
+        );
+        for language in [
+            Language::Rust,
+            Language::Python,
+            Language::JavaScript,
+            Language::Go,
+        ] {
+            count(language, "é.should.ß expect(ü t.Error(日本 require.");
+        }
     }
 
     #[test]

@@ -14,7 +14,13 @@
 //! | `assertions` | the changed test files hold fewer assertion forms, or more skip markers, than at the base | `metric_integrity_violation` |
 //!
 //! `test_set` and `skipped` need results parsed from both the base's check and the
-//! candidate's; where either did not parse they are `not_run`, and say so.
+//! candidate's. A guard that cannot evaluate never counts as passed: when the candidate's
+//! results are missing although they were expected (the base's output parsed, or
+//! [`Expect::Required`]: the config names a format or a results file), the guard **fails
+//! closed** and says why (a crash that appended two check outputs into one log, a runner
+//! that stopped printing its report, an agent that broke the report). Only where nothing was
+//! ever expected to parse (auto-detection found no runner at the base either, or `exit-code`)
+//! is it `not_run`, and says so.
 
 pub mod assertions;
 pub mod paths;
@@ -113,10 +119,23 @@ pub fn blocked_paths(changed: &[Change], blocked: &PathSet) -> Verdict {
     }
 }
 
+/// Whether the check's results are expected to parse (from `[check] format` and
+/// `[check] results`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Expect {
+    /// `format = "auto"` and no results file: a check need not be a test runner; results are
+    /// expected of the candidate when the base's parsed.
+    Detected,
+    /// A format or a results file is configured: the candidate's results must parse.
+    Required,
+    /// `format = "exit-code"`: nothing is parsed, the result guards cannot judge.
+    Never,
+}
+
 /// `test_set`: every test collected at the base is still collected.
-pub fn test_set(base: Option<&Results>, now: Option<&Results>) -> Verdict {
+pub fn test_set(base: Option<&Results>, now: Option<&Results>, expect: Expect) -> Verdict {
     let (Some(base), Some(now)) = (base, now) else {
-        return Verdict::new(TEST_SET, GuardState::NotRun, not_parsed(base, now));
+        return unparsed(TEST_SET, base, now, expect);
     };
     let before = base.collected_stable();
     let after = now.collected_stable();
@@ -146,9 +165,9 @@ pub fn test_set(base: Option<&Results>, now: Option<&Results>) -> Verdict {
 }
 
 /// `skipped`: no more tests skipped than at the base.
-pub fn skipped(base: Option<&Results>, now: Option<&Results>) -> Verdict {
+pub fn skipped(base: Option<&Results>, now: Option<&Results>, expect: Expect) -> Verdict {
     let (Some(base), Some(now)) = (base, now) else {
-        return Verdict::new(SKIPPED, GuardState::NotRun, not_parsed(base, now));
+        return unparsed(SKIPPED, base, now, expect);
     };
     let (before, after) = (base.skipped_count(), now.skipped_count());
     if after <= before {
@@ -158,14 +177,8 @@ pub fn skipped(base: Option<&Results>, now: Option<&Results>) -> Verdict {
             format!("{after} skipped (base: {before})"),
         )
     } else {
-        let skipped_in = |r: &Results| -> BTreeSet<String> {
-            r.tests
-                .iter()
-                .filter(|t| t.state == crate::check::results::TestState::Skipped)
-                .map(|t| r.stable_id(&t.id).to_owned())
-                .collect()
-        };
-        let (was, is) = (skipped_in(base), skipped_in(now));
+        let skipped = crate::check::results::TestState::Skipped;
+        let (was, is) = (base.stable_in(skipped), now.stable_in(skipped));
         let newly: Vec<String> = is.difference(&was).cloned().collect();
         Verdict::new(
             SKIPPED,
@@ -255,13 +268,45 @@ pub fn assertions(files: &[FileTexts], test_paths: &PathSet) -> Verdict {
     }
 }
 
-fn not_parsed(base: Option<&Results>, now: Option<&Results>) -> String {
-    match (base.is_some(), now.is_some()) {
-        (false, false) => "neither the base's check output nor this one parsed as test results",
-        (false, true) => "the base's check output did not parse as test results",
-        _ => "this check's output did not parse as test results",
+/// The verdict of a result guard when one side's results are missing: it fails closed when
+/// the candidate's were expected (see the module docs), else it is `not_run`.
+fn unparsed(guard: &str, base: Option<&Results>, now: Option<&Results>, expect: Expect) -> Verdict {
+    if expect == Expect::Never {
+        return Verdict::new(
+            guard,
+            GuardState::NotRun,
+            "`[check] format = \"exit-code\"`: the check's output is not read as test results",
+        );
     }
-    .to_owned()
+    match (base, now) {
+        (Some(base), None) => Verdict::new(
+            guard,
+            GuardState::Fail,
+            format!(
+                "cannot evaluate, failing closed: the base's check output parsed as {} ({} tests) \
+                 but this check's output did not parse as test results, so lost or skipped \
+                 tests cannot be seen",
+                base.format,
+                base.tests.len()
+            ),
+        ),
+        (None, None) if expect == Expect::Required => Verdict::new(
+            guard,
+            GuardState::Fail,
+            "cannot evaluate, failing closed: this check's output did not parse as the \
+             configured `[check] format`/`results`",
+        ),
+        (None, None) => Verdict::new(
+            guard,
+            GuardState::NotRun,
+            "neither the base's check output nor this one parsed as test results",
+        ),
+        _ => Verdict::new(
+            guard,
+            GuardState::NotRun,
+            "the base's check output did not parse as test results: no test set to compare",
+        ),
+    }
 }
 
 /// At most ten entries, then a count.

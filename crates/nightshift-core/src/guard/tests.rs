@@ -55,7 +55,7 @@ fn blocked_paths_name_the_path_and_the_pattern() -> Result<(), String> {
 fn a_test_that_disappears_fails_the_test_set_even_when_green() {
     let base = results(&[("a", Passed), ("b", Failed), ("c", Passed)]);
     let now = results(&[("a", Passed), ("b", Passed)]);
-    let v = test_set(Some(&base), Some(&now));
+    let v = test_set(Some(&base), Some(&now), Expect::Detected);
     assert_eq!(v.state, GuardState::Fail);
     assert!(
         v.detail.contains("1 of 3") && v.detail.contains('c'),
@@ -64,8 +64,14 @@ fn a_test_that_disappears_fails_the_test_set_even_when_green() {
     );
     assert_eq!(v.halt(), Some(HaltReason::MetricIntegrityViolation));
     let grown = results(&[("a", Passed), ("b", Passed), ("c", Passed), ("d", Passed)]);
-    assert_eq!(test_set(Some(&base), Some(&grown)).state, GuardState::Pass);
-    assert_eq!(test_set(None, Some(&grown)).state, GuardState::NotRun);
+    assert_eq!(
+        test_set(Some(&base), Some(&grown), Expect::Detected).state,
+        GuardState::Pass
+    );
+    assert_eq!(
+        test_set(None, Some(&grown), Expect::Detected).state,
+        GuardState::NotRun
+    );
 }
 
 #[test]
@@ -76,9 +82,12 @@ fn tap_tests_are_known_by_description_so_an_added_test_loses_nothing() {
         ("2 adds", Passed),
         ("3 subtracts", Passed),
     ]);
-    assert_eq!(test_set(Some(&base), Some(&now)).state, GuardState::Pass);
+    assert_eq!(
+        test_set(Some(&base), Some(&now), Expect::Detected).state,
+        GuardState::Pass
+    );
     let fewer = results(&[("1 adds", Passed)]);
-    let v = test_set(Some(&base), Some(&fewer));
+    let v = test_set(Some(&base), Some(&fewer), Expect::Detected);
     assert_eq!(v.state, GuardState::Fail);
     assert!(v.detail.ends_with("subtracts"), "{}", v.detail);
 }
@@ -87,12 +96,45 @@ fn tap_tests_are_known_by_description_so_an_added_test_loses_nothing() {
 fn more_skips_than_the_base_fail() {
     let base = results(&[("a", Passed), ("b", Skipped)]);
     let same = results(&[("a", Passed), ("b", Skipped)]);
-    assert_eq!(skipped(Some(&base), Some(&same)).state, GuardState::Pass);
+    assert_eq!(
+        skipped(Some(&base), Some(&same), Expect::Detected).state,
+        GuardState::Pass
+    );
     let more = results(&[("a", Skipped), ("b", Skipped)]);
-    let v = skipped(Some(&base), Some(&more));
+    let v = skipped(Some(&base), Some(&more), Expect::Detected);
     assert_eq!(v.state, GuardState::Fail);
     assert!(v.detail.contains("newly skipped: a"), "{}", v.detail);
-    assert_eq!(skipped(Some(&base), None).state, GuardState::NotRun);
+}
+
+#[test]
+fn a_guard_that_cannot_evaluate_fails_closed() {
+    let base = results(&[("a", Passed), ("b", Skipped)]);
+    // The base parsed, the candidate did not (an appended log, a broken report): the guards
+    // cannot see lost or skipped tests, so they fail, whatever the expectation.
+    for expect in [Expect::Detected, Expect::Required] {
+        for v in [
+            test_set(Some(&base), None, expect),
+            skipped(Some(&base), None, expect),
+        ] {
+            assert_eq!(v.state, GuardState::Fail, "{v:?}");
+            assert!(v.detail.contains("failing closed"), "{}", v.detail);
+            assert_eq!(v.halt(), Some(HaltReason::MetricIntegrityViolation));
+        }
+    }
+    // A configured format that parsed on neither side fails too.
+    assert_eq!(
+        test_set(None, None, Expect::Required).state,
+        GuardState::Fail
+    );
+    // Nothing was ever expected to parse: not run, never passed.
+    assert_eq!(
+        test_set(None, None, Expect::Detected).state,
+        GuardState::NotRun
+    );
+    assert_eq!(
+        skipped(Some(&base), None, Expect::Never).state,
+        GuardState::NotRun
+    );
 }
 
 #[test]

@@ -71,6 +71,13 @@ impl Block<'_> {
 pub(crate) fn parse(source: &str, file_name: &str) -> Result<Vec<ParsedItem>, Box<SourceError>> {
     let error =
         |span: Range<usize>, message: String| SourceError::new(file_name, source, span, message);
+    if let Some(at) = source.find('\0') {
+        return Err(
+            error(at..at + 1, "the plan holds a NUL character".to_owned())
+                .with_help("remove it: a prompt is text, and git cannot carry a NUL")
+                .into(),
+        );
+    }
     let mut pendings: Vec<Pending<'_>> = Vec::new();
     let mut block = Block::None;
     let mut fence: Option<&str> = None;
@@ -97,6 +104,13 @@ pub(crate) fn parse(source: &str, file_name: &str) -> Result<Vec<ParsedItem>, Bo
             None
         };
         if let Some(task) = task {
+            // A task line under a checked one (checked or not) belongs to the finished task
+            // and is skipped with it.
+            if let Block::Checked { indent: bullet } = block
+                && indent > bullet
+            {
+                continue;
+            }
             if let Block::Open(pending) = std::mem::replace(&mut block, Block::None) {
                 pendings.push(pending);
             }

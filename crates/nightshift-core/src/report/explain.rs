@@ -159,6 +159,9 @@ pub struct Point {
     /// The failing set by id; null when the output did not parse (the exit code decided).
     pub failing: Option<Vec<String>>,
     pub guard_failures: Vec<GuardFailure>,
+    /// The check was ended at `[check] timeout`: red, and its output (results) cut short.
+    #[serde(default)]
+    pub timed_out: bool,
 }
 
 impl Point {
@@ -300,12 +303,14 @@ fn attempt_report(
                 exit_code,
                 results,
                 guards,
+                outcome,
                 ..
             } => {
                 let point = Point {
                     iteration,
                     green,
                     exit_code,
+                    timed_out: outcome == crate::session::Outcome::Timeout,
                     tests: results.as_ref().map(|r| r.tests),
                     failing: results.map(|r| r.failing),
                     guard_failures: guards
@@ -547,7 +552,25 @@ pub fn judge(
         );
     }
 
-    // 5. insufficient data
+    // 5. the check itself ran out of time: whatever it printed is cut short, so neither the
+    // exit code nor the results say anything about the work.
+    if let Some(last) = points.last().filter(|p| p.timed_out) {
+        let timeouts = points.iter().filter(|p| p.timed_out).count();
+        return Verdict::new(
+            VerdictKind::OtherCause,
+            format!(
+                "the check timed out at iteration {} ({timeouts} of {} checks ended at `[check] timeout`): it was stopped, not red, and its output is cut short",
+                last.iteration,
+                points.len()
+            ),
+            vec![
+                "raise `[check] timeout` in nightshift.toml if the suite needs longer, or find the test that hangs at the end of the last check log".into(),
+                format!("then retry: {reason}"),
+            ],
+        );
+    }
+
+    // 6. insufficient data
     let format_hint = "set `[check] format` (tap, junit, libtest, nextest, pytest, go-test-json) so the check's output is read as test results — with `[check] results` when the runner writes its report to a file — and run again".to_owned();
     let Some(last) = points.last() else {
         return Verdict::new(
@@ -583,7 +606,7 @@ pub fn judge(
         );
     }
 
-    // 6. not the loop's doing
+    // 7. not the loop's doing
     if last.green {
         return Verdict::new(
             VerdictKind::OtherCause,
@@ -614,7 +637,7 @@ pub fn judge(
         );
     }
 
-    // 7. stalled in the trajectory itself
+    // 8. stalled in the trajectory itself
     match assess(&history, usize::MAX) {
         Progress::Oscillation => {
             return Verdict::new(
@@ -671,7 +694,7 @@ pub fn judge(
         );
     }
 
-    // 8. still improving
+    // 9. still improving
     let (first_size, span) = match from {
         Some(base) => (base, parsed.last().map_or(1, |(i, _)| *i).max(1)),
         None => {

@@ -2,3 +2,4 @@
 //! writes; every function takes a read-only [`crate::store::Store`].
 
 pub mod explain;
+pub mod morning;

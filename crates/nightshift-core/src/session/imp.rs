@@ -31,6 +31,23 @@ enum Ending {
     OverBudget(Crossing),
 }
 
+/// How many distinct permission denials a session reports.
+const MAX_DENIALS: usize = 8;
+
+/// `text` on one line, cut at `max` characters.
+fn one_line(text: &str, max: usize) -> String {
+    let flat: String = text
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .take(max)
+        .collect();
+    if text.chars().count() > max {
+        format!("{flat}…")
+    } else {
+        flat
+    }
+}
+
 /// The longest line written to a session log; the rest of a longer line is replaced by a note.
 const MAX_LOG_LINE: usize = 256 * 1024;
 
@@ -84,6 +101,8 @@ struct StreamState {
     line: Vec<u8>,
     finish: Option<Finished>,
     rejected_resets_at: Option<Option<i64>>,
+    /// Tool calls the CLI refused for want of permission: `tool target`.
+    denials: Vec<String>,
 }
 
 pub(super) async fn supervise(
@@ -119,11 +138,28 @@ pub(super) async fn supervise(
     let Some((program, args)) = spec.argv.split_first() else {
         return Ok(spawn_failed(started, "empty command".into()));
     };
+    let stdin = match &spec.stdin {
+        None => Stdio::null(),
+        Some(path) => match std::fs::File::open(path) {
+            Ok(file) => Stdio::from(file),
+            Err(err) => {
+                let why = format!("open its stdin {}: {err}", path.display());
+                sink.push(format!("nightshift: could not start {program}: {why}\n").as_bytes());
+                return Ok(spawn_failed(started, why));
+            }
+        },
+    };
     let mut cmd = tokio::process::Command::new(program);
+    if let Some(allow) = &spec.env_allow {
+        cmd.env_clear().envs(std::env::vars_os().filter(|(k, _)| {
+            k.to_str()
+                .is_some_and(|k| crate::agent::adapter::env_allowed(allow, k))
+        }));
+    }
     cmd.args(args)
         .current_dir(&spec.cwd)
         .envs(spec.env.iter().map(|(k, v)| (k, v)))
-        .stdin(Stdio::null())
+        .stdin(stdin)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0)
@@ -209,7 +245,16 @@ pub(super) async fn supervise(
                 leak_at.as_mut().reset(tokio::time::Instant::now() + LEAK_TIMEOUT);
             },
             () = &mut tick, if status.is_none() && ending.is_none() => {
-                if crate::stop::now_requested() {
+                // After a freeze (the engine SIGSTOPped, a suspended machine) the timers and the
+                // child's exit are ready at once, and `select!` picks at random: a child that
+                // has already exited did not time out or stall. Its exit is taken here, and its
+                // output is still read to the end below (issue 13).
+                if let Ok(Some(st)) = child.try_wait() {
+                    status = Some(st);
+                    ended_after = ending.map(|(_, at)| at.elapsed());
+                    signal_group(pgid, Signal::SIGKILL);
+                    leak_at.as_mut().reset(tokio::time::Instant::now() + LEAK_TIMEOUT);
+                } else if crate::stop::now_requested() {
                     decided = Some(Ending::Stopped);
                 } else if deadline.expired(clock.as_ref()) {
                     decided = Some(Ending::Timeout);
@@ -335,6 +380,15 @@ fn absorb(
                 spent = true;
                 stream.finish = Some(f);
             }
+            AgentEvent::PermissionDenied { tool, target } => {
+                let what = match target {
+                    Some(t) => format!("{tool} {}", one_line(&t, 200)),
+                    None => tool,
+                };
+                if stream.denials.len() < MAX_DENIALS && !stream.denials.contains(&what) {
+                    stream.denials.push(what);
+                }
+            }
             AgentEvent::RateLimit {
                 state: RateLimitState::Rejected,
                 resets_at,
@@ -386,6 +440,18 @@ fn classify(
     }
     if let (Some(resets_at), false) = (stream.rejected_resets_at, status.success()) {
         return (Outcome::RateLimited, resets_at, None);
+    }
+    let finished_ok = matches!(
+        stream.finish.as_ref().map(|f| &f.kind),
+        None | Some(FinishKind::Ok)
+    );
+    if !stream.denials.is_empty() && finished_ok {
+        // The CLI says "success", but it was refused what it tried: the user must see why.
+        return (
+            Outcome::PermissionDenied,
+            None,
+            Some(stream.denials.join("; ")),
+        );
     }
     if status.success() {
         (Outcome::Completed, None, None)

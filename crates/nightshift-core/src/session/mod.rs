@@ -46,6 +46,9 @@ pub enum Outcome {
     EnvFault,
     /// Ended because an operator asked the run to stop now.
     Stopped,
+    /// The CLI reported success but refused tool calls for want of permission; `fault` names
+    /// the tools and paths (`Write /repo/f.txt`). Its work goes to the check as usual.
+    PermissionDenied,
 }
 
 impl Outcome {
@@ -69,6 +72,11 @@ pub struct ProcessSpec {
     pub cwd: PathBuf,
     /// Extra environment on top of the inherited one.
     pub env: Vec<(String, String)>,
+    /// When set, only the engine's variables these names allow are inherited (a trailing `*`
+    /// matches a prefix); `env` is set on top either way. `None` inherits everything.
+    pub env_allow: Option<Vec<String>>,
+    /// A file connected to stdin (an agent's prompt); `None` is `/dev/null`.
+    pub stdin: Option<PathBuf>,
     /// Bound counted on the boot clock (suspend counts), after which the group gets SIGTERM,
     /// then SIGKILL after `kill_grace`.
     pub timeout: Duration,
@@ -128,7 +136,8 @@ pub struct ProcessEnd {
     pub finish: Option<Finished>,
     /// For `RateLimited`: when the limit resets (epoch seconds), if the CLI said.
     pub resets_at: Option<i64>,
-    /// For `EnvFault`: `transient` or `auth`.
+    /// For `EnvFault`: `transient` or `auth`; for `PermissionDenied`: what was refused
+    /// (`Write /repo/f.txt; Bash printf ok > f.txt`).
     pub fault: Option<String>,
     /// The limit that ended it, for `OverBudget`.
     pub tripped: Option<Crossing>,

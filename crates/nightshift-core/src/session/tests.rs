@@ -1,6 +1,7 @@
 use super::*;
 use crate::clock::SystemClock;
 use sha2::{Digest, Sha256};
+use std::collections::BTreeSet;
 use std::sync::Arc;
 
 fn spec(dir: &std::path::Path, script: &str, timeout: Duration) -> ProcessSpec {
@@ -12,6 +13,8 @@ fn spec(dir: &std::path::Path, script: &str, timeout: Duration) -> ProcessSpec {
         kill_grace: Duration::from_millis(200),
         log: dir.join("out.log"),
         tail_bytes: 8,
+        env_allow: None,
+        stdin: None,
     }
 }
 
@@ -159,4 +162,109 @@ fn session_logs_cut_very_long_lines_but_the_hash_covers_everything() {
     let mut full = vec![b'x'; 600_000];
     full.extend_from_slice(b"\nafter\n");
     assert_eq!(end.output_sha256, hex(&Sha256::digest(&full)));
+}
+
+/// A real capture (vendored under tests/fixtures/agent-streams/real-2026-12).
+fn real(name: &str) -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/agent-streams/real-2026-12")
+        .join(name)
+}
+
+fn replay(dir: &std::path::Path, capture: &str, exit: i32, parser: &str) -> ProcessEnd {
+    let script = format!("cat '{}'; exit {exit}", real(capture).display());
+    run_session(
+        SessionPacket {
+            spec: spec(dir, &script, Duration::from_secs(60)),
+            parser: crate::agent::parser_for(parser),
+            stall_grace: None,
+            budget: Budget::default(),
+            enforce_budget: true,
+            log_stall: false,
+            clock: Arc::new(SystemClock),
+        },
+        &mut |_| {},
+    )
+    .unwrap()
+}
+
+#[test]
+fn a_success_with_permission_denials_is_permission_denied_with_tool_and_path() {
+    let dir = tempfile::tempdir().unwrap();
+    // Claude 2.1.332 with no permission flag: exit 0, `subtype: "success"`, Write denied.
+    let end = replay(
+        dir.path(),
+        "claude-2.1.332_write_denied_default.jsonl",
+        0,
+        "claude",
+    );
+    assert_eq!(end.outcome, Outcome::PermissionDenied);
+    assert_eq!(
+        end.fault.as_deref(),
+        Some("Write /tmp/scratch/direct/srv/repo/f_1.txt")
+    );
+    let end = replay(
+        dir.path(),
+        "claude-2.1.332_hello_bash_denied_default.jsonl",
+        0,
+        "claude",
+    );
+    assert_eq!(end.outcome, Outcome::PermissionDenied);
+    assert_eq!(end.fault.as_deref(), Some("Bash printf ok > f.txt"));
+    // With acceptEdits nothing is denied: completed.
+    let end = replay(
+        dir.path(),
+        "claude-2.1.332_write_acceptEdits.jsonl",
+        0,
+        "claude",
+    );
+    assert_eq!(end.outcome, Outcome::Completed);
+    // Codex's default read-only sandbox refusing the write.
+    let end = replay(
+        dir.path(),
+        "codex_exec_ship_readonly_sandbox.jsonl",
+        0,
+        "codex",
+    );
+    assert_eq!(end.outcome, Outcome::PermissionDenied);
+    assert_eq!(
+        end.fault.as_deref(),
+        Some("command_execution /bin/bash -lc 'printf ok > f_1.txt'")
+    );
+    assert_eq!(
+        replay(dir.path(), "codex_exec_ship.jsonl", 0, "codex").outcome,
+        Outcome::Completed
+    );
+}
+
+#[test]
+fn an_allowlisted_environment_hides_the_rest_and_stdin_carries_the_prompt() {
+    let dir = tempfile::tempdir().unwrap();
+    let prompt = dir.path().join("prompt.md");
+    std::fs::write(&prompt, "the prompt\n").unwrap();
+    let mut s = spec(dir.path(), "cat; env", Duration::from_secs(60));
+    s.tail_bytes = 64 * 1024;
+    s.env_allow = Some(vec!["HOME".into(), "PATH".into()]);
+    s.stdin = Some(prompt);
+    let end = run(&s).unwrap();
+    let tail = String::from_utf8_lossy(&end.tail).into_owned();
+    let (first, env) = tail.split_once('\n').unwrap();
+    assert_eq!(first, "the prompt");
+    let names: BTreeSet<&str> = env
+        .lines()
+        .filter_map(|l| l.split_once('='))
+        .map(|(k, _)| k)
+        .collect();
+    assert!(
+        names.contains("GREETING") && names.contains("PATH"),
+        "{names:?}"
+    );
+    // The test runner's environment holds many more (CARGO_*, …); only the allowed ones,
+    // the explicit ones and the shell's own are there.
+    let shell_own = ["PWD", "OLDPWD", "SHLVL", "_"];
+    let extra: Vec<&&str> = names
+        .iter()
+        .filter(|n| !["HOME", "PATH", "GREETING"].contains(n) && !shell_own.contains(n))
+        .collect();
+    assert!(extra.is_empty(), "not allowed but passed: {extra:?}");
 }

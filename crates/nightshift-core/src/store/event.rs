@@ -126,7 +126,8 @@ pub enum EventKind {
         /// For `rate_limited`: when the limit resets (epoch seconds), if the CLI said.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         resets_at: Option<i64>,
-        /// For `env_fault`: `transient` or `auth`.
+        /// For `env_fault`: `transient` or `auth`; for `permission_denied`: the refused tool
+        /// calls (`Write /repo/f.txt; Bash printf ok > f.txt`).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         fault: Option<String>,
         /// The CLI's own session id (what its resume takes), when known.
@@ -396,6 +397,14 @@ pub enum EventKind {
         attempt: u32,
         error: String,
     },
+    /// `nightshift tell`: an operator's message to an item's sessions; the engine puts the
+    /// messages not yet delivered into the item's next iteration's prompt.
+    OperatorMessage {
+        item: String,
+        /// Who said it (the user name, or `--from`).
+        who: String,
+        text: String,
+    },
     /// The run stopped on a computed condition.
     RunFinished {
         halt_reason: crate::halt::HaltReason,
@@ -446,6 +455,7 @@ impl EventKind {
             EventKind::WorktreeRemoved { .. } => "worktree_removed",
             EventKind::TeardownFailed { .. } => "teardown_failed",
             EventKind::RunFinished { .. } => "run_finished",
+            EventKind::OperatorMessage { .. } => "operator_message",
         }
     }
 
@@ -490,7 +500,8 @@ impl EventKind {
             | EventKind::RunFinished { .. } => (None, None),
             EventKind::ItemParked { item, .. }
             | EventKind::ItemEscalated { item, .. }
-            | EventKind::ItemAwaitingOperator { item, .. } => (Some(item), None),
+            | EventKind::ItemAwaitingOperator { item, .. }
+            | EventKind::OperatorMessage { item, .. } => (Some(item), None),
         }
     }
 }

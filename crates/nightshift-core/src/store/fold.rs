@@ -146,7 +146,8 @@ pub fn apply(
         | EventKind::ItemEscalated { .. }
         | EventKind::ItemAwaitingOperator { .. }
         | EventKind::DeadlineSet { .. }
-        | EventKind::GateWarned { .. } => {}
+        | EventKind::GateWarned { .. }
+        | EventKind::OperatorMessage { .. } => {}
         EventKind::RunUnpaused => {
             tx.execute(
                 "UPDATE runs SET paused_until = NULL, pause_reason = NULL WHERE id = ?1",

@@ -168,6 +168,20 @@ impl AttemptRow {
     }
 }
 
+/// See [`Store::since`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Since {
+    /// No run was opened.
+    Nothing,
+    /// This run was opened and has not halted.
+    Open(String),
+    /// This run was opened and then halted.
+    Halted {
+        run_id: String,
+        halt: crate::halt::HaltReason,
+    },
+}
+
 /// The state database.
 pub struct Store {
     conn: Connection,
@@ -426,6 +440,45 @@ impl Store {
         Ok(self
             .conn
             .query_row("SELECT COALESCE(MAX(seq), 0) FROM events", [], |r| r.get(0))?)
+    }
+
+    /// Where the work journaled after position `after` stands: the run an engine opened
+    /// (started or resumed) since, and whether that run has halted since (finished, or stopped
+    /// by an operator or its deadline). A supervisor's restarted engine reads it, so it resumes
+    /// the run it was started for and never starts a new one (issue 13).
+    pub fn since(&self, after: i64) -> Result<Since, StoreError> {
+        let events = self.events_where("seq > ?1 ORDER BY seq", [after], |kind| {
+            matches!(
+                kind,
+                "run_started" | "run_resumed" | "run_finished" | "run_stopped"
+            )
+        })?;
+        let mut since = Since::Nothing;
+        for event in events {
+            since = match (event.kind, since) {
+                (EventKind::RunStarted { .. } | EventKind::RunResumed { .. }, _) => {
+                    Since::Open(event.run_id)
+                }
+                (EventKind::RunFinished { halt_reason, .. }, Since::Open(run_id))
+                    if run_id == event.run_id =>
+                {
+                    Since::Halted {
+                        run_id,
+                        halt: halt_reason,
+                    }
+                }
+                (EventKind::RunStopped { halt_reason, .. }, Since::Open(run_id))
+                    if run_id == event.run_id =>
+                {
+                    Since::Halted {
+                        run_id,
+                        halt: halt_reason.unwrap_or(crate::halt::HaltReason::OperatorStop),
+                    }
+                }
+                (_, since) => since,
+            };
+        }
+        Ok(since)
     }
 
     /// The journal entries of one run whose kind is one of `kinds`, oldest first.

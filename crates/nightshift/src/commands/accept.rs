@@ -3,7 +3,6 @@
 //! recorded and paid by the next run before anything else.
 
 use nightshift_core::accept::{AcceptError, AcceptOptions, Accepted};
-use nightshift_core::clock::SystemClock;
 use nightshift_core::config;
 use nightshift_core::halt::ExitClass;
 use nightshift_core::store::LockError;
@@ -20,10 +19,12 @@ pub fn run(args: &AcceptArgs) -> CommandResult {
 pub(super) fn shipped(args: &AcceptArgs, confirm: bool) -> CommandResult {
     let ws = super::workspace(&args.repo)?;
     let config = config::load(&ws.root().join(config::FILE_NAME))?;
+    // The test hook's clock (`NIGHTSHIFT_FAKE_NOW_FILE`), as `run` uses, else the system's.
+    let clock = super::testclock::clock();
     let result = nightshift_core::accept::accept(&AcceptOptions {
         workspace: &ws,
         config: &config,
-        clock: &SystemClock,
+        clock: &*clock,
         item: &args.item,
         confirm,
     });
@@ -38,9 +39,9 @@ pub(super) fn shipped(args: &AcceptArgs, confirm: bool) -> CommandResult {
 
 fn print(done: &Accepted, confirm: bool) {
     if confirm && !done.actions.is_empty() {
-        println!("{}: confirmed: {}", done.item, done.actions.join("; "));
+        outln!("{}: confirmed: {}", done.item, done.actions.join("; "));
     }
-    println!(
+    outln!(
         "{}: shipped attempt {} onto {} as {}",
         done.item,
         done.attempt,
@@ -48,7 +49,7 @@ fn print(done: &Accepted, confirm: bool) {
         done.commit.get(..10).unwrap_or(&done.commit)
     );
     if let Some(debt) = &done.debt {
-        println!(
+        outln!(
             "{}: review debt recorded ({debt}); the next `nightshift run` reviews it first",
             done.item
         );

@@ -72,6 +72,7 @@ pub fn run(args: &LoopArgs) -> CommandResult {
     }];
     let plan = plan::load(&config, ws.root())?;
     let json = args.json;
+    let mut progress = render::Progress::default();
     let mut observe = |event: &nightshift_core::store::Event| {
         let mut out = std::io::stdout().lock();
         if json {
@@ -79,10 +80,10 @@ pub fn run(args: &LoopArgs) -> CommandResult {
                 version: LOG_VERSION,
                 event,
             }) {
-                let _ = writeln!(out, "{line}");
+                crate::out::note_stdout(writeln!(out, "{line}"));
             }
-        } else if let Some(line) = render::event_line(event) {
-            let _ = writeln!(out, "{line}");
+        } else if let Some(line) = progress.line(event) {
+            crate::out::note_stdout(writeln!(out, "{line}"));
         }
     };
     let summary = engine::run(
@@ -94,12 +95,13 @@ pub fn run(args: &LoopArgs) -> CommandResult {
             clock: Arc::new(SystemClock),
             loop_mode: true,
             until: None,
+            restart_after: None,
         },
         &mut observe,
     )?;
     if !json {
         let item = summary.items.first();
-        println!(
+        outln!(
             "loop halted: {} (exit {}){}",
             summary.halt,
             summary.halt.class().code(),
@@ -111,9 +113,10 @@ pub fn run(args: &LoopArgs) -> CommandResult {
             && summary.halt.class() != ExitClass::Converged
             && let Some(item) = item
         {
-            println!(
+            outln!(
                 "  `nightshift explain {}` shows the trajectory; `nightshift restore {}` the work",
-                item.id, item.id
+                item.id,
+                item.id
             );
         }
     }
@@ -129,6 +132,7 @@ fn agent(args: &LoopArgs) -> AgentConfig {
             model: None,
             args: Vec::new(),
             format: OutputFormat::Text,
+            policy: Default::default(),
         },
         (None, kind) => AgentConfig {
             kind: match kind {
@@ -142,6 +146,7 @@ fn agent(args: &LoopArgs) -> AgentConfig {
             model: args.model.clone(),
             args: Vec::new(),
             format: OutputFormat::Text,
+            policy: Default::default(),
         },
     }
 }

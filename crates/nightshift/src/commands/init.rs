@@ -1,4 +1,5 @@
-//! `nightshift init`: a commented nightshift.toml, and `.nightshift/` ignored.
+//! `nightshift init`: a commented nightshift.toml, and `.nightshift/` ignored through
+//! `.git/info/exclude` (no tracked file is touched).
 
 use nightshift_core::config;
 use nightshift_core::halt::ExitClass;
@@ -23,31 +24,19 @@ pub fn run(args: &InitArgs) -> CommandResult {
             format!("write {}: {e}", path.display()),
         )
     })?;
-    let gitignore = ws.root().join(".gitignore");
-    let existing = std::fs::read_to_string(&gitignore).unwrap_or_default();
-    let ignored = existing.lines().any(|l| {
-        matches!(
-            l.trim(),
-            ".nightshift" | ".nightshift/" | "/.nightshift" | "/.nightshift/"
-        )
-    });
-    if !ignored {
-        let mut text = existing;
-        if !text.is_empty() && !text.ends_with('\n') {
-            text.push('\n');
-        }
-        text.push_str("/.nightshift/\n");
-        std::fs::write(&gitignore, text).map_err(|e| {
-            CommandError::new(
-                ExitClass::Workspace,
-                format!("write {}: {e}", gitignore.display()),
-            )
+    // `.nightshift/` is kept out of git through `.git/info/exclude`, never by editing a tracked
+    // file: a dirty `.gitignore` would hold every green item at integration.
+    let common = nightshift_core::git::Git::new(ws.root())
+        .common_dir()
+        .map_err(|e| {
+            CommandError::new(ExitClass::Workspace, format!("find the git directory: {e}"))
         })?;
-    }
-    println!("wrote {}", path.display());
-    if !ignored {
-        println!("added /.nightshift/ to {}", gitignore.display());
-    }
-    println!("next: set [agent].command and [check].command, add [[item]]s, then `nightshift run`");
+    nightshift_core::engine::ensure_excluded(&common)?;
+    outln!("wrote {}", path.display());
+    outln!(
+        "kept .nightshift/ out of git in {} (no tracked file is changed)",
+        common.join("info").join("exclude").display()
+    );
+    outln!("next: set [agent].command and [check].command, add [[item]]s, then `nightshift run`");
     Ok(0)
 }

@@ -14,6 +14,7 @@ pub mod notify;
 pub mod pause;
 pub mod probe;
 pub mod replay;
+pub mod report;
 pub mod restore;
 pub mod run;
 pub mod service;

@@ -14,6 +14,7 @@ const POINTS: &[&str] = &[
     "run_started",
     "attempt_started",
     "worktree_ready",
+    "baseline_checked",
     "session_started",
     "session_ended",
     "check_started",
@@ -26,7 +27,9 @@ const POINTS: &[&str] = &[
     "preserved",
     "worktree_removed",
     "attempt_failed",
+    "item_parked",
     "pass_started",
+    "run_finished",
 ];
 
 /// Items: `a` ships at once, `b` ships on its second iteration, `c` never (parked).
@@ -124,6 +127,75 @@ fn sigkill_at_every_transition_then_resume_ships_each_item_exactly_once() {
         killed > POINTS.len(),
         "only {killed} runs were actually killed"
     );
+}
+
+/// The matrix is computed, not hand-kept: every kind the crash plan journals has its point.
+#[test]
+fn the_crash_points_cover_every_event_the_crash_plan_journals() {
+    let repo = crash_repo();
+    let out = repo.run(&["run"]);
+    assert_eq!(out.status.code(), Some(11), "{}", text(&out));
+    let mut kinds: Vec<&str> = repo
+        .store()
+        .events_after(0, 100_000)
+        .unwrap()
+        .iter()
+        .map(|e| e.kind.name())
+        .collect();
+    kinds.sort_unstable();
+    kinds.dedup();
+    let missing: Vec<_> = kinds.iter().filter(|k| !POINTS.contains(k)).collect();
+    assert!(
+        missing.is_empty(),
+        "no failpoint in the matrix for {missing:?}"
+    );
+}
+
+/// The same matrix under the supervisor (`nightshift run`): the engine dies once at the point
+/// (`NIGHTSHIFT_FAILPOINT_ONCE`), the supervisor restarts it, and the restarted engine resumes
+/// the same run — or, after `run_finished`, exits with its halt. A supervisor never starts a
+/// new run: the journal holds exactly one `run_started`, and nothing follows `run_finished`.
+#[test]
+fn sigkill_at_every_transition_under_the_supervisor_resumes_the_same_run() {
+    for point in POINTS {
+        for nth in [1, 2] {
+            let spec = format!("{point}@{nth}");
+            let context = format!("{spec} (supervised)");
+            let repo = crash_repo();
+            let once = repo.agent_dir.join("failpoint-fired");
+            let out = repo
+                .cmd(&["run"])
+                .env(failpoint::ENV, &spec)
+                .env(failpoint::ONCE_ENV, &once)
+                .output()
+                .unwrap();
+            assert_eq!(out.status.code(), Some(11), "{context}\n{}", text(&out));
+            if nth == 1 {
+                assert!(once.exists(), "{context}: the failpoint was never reached");
+            }
+            let kinds: Vec<&'static str> = repo
+                .store()
+                .events_after(0, 100_000)
+                .unwrap()
+                .iter()
+                .map(|e| e.kind.name())
+                .collect();
+            assert_eq!(
+                kinds.iter().filter(|k| **k == "run_started").count(),
+                1,
+                "{context}: the supervisor started a new run: {kinds:?}"
+            );
+            let finished = kinds.iter().position(|k| *k == "run_finished");
+            assert_eq!(
+                finished,
+                Some(kinds.len() - 1),
+                "{context}: nothing follows run_finished: {kinds:?}"
+            );
+            assert_eq!(repo.shipped_items(), ["a", "b"], "{context}");
+            assert_eq!(repo.item_state("c"), "parked", "{context}");
+            repo.assert_clean_end();
+        }
+    }
 }
 
 #[test]

@@ -292,3 +292,43 @@ fn doctor_names_an_inert_desktop_channel_on_a_machine_without_a_dbus_session() {
         text(&human)
     );
 }
+
+#[test]
+fn doctor_warns_on_a_dirty_checkout_and_an_unedited_init_template() {
+    let repo = Repo::new(&good_project());
+    repo.configure(&config(&repo, "sh check.sh"));
+    repo.write("README.md", "an edit in progress\n");
+    let out = repo.run(&["doctor", "--quick", "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let j = json(&out);
+    let dirty = finding(&j, "git_checkout");
+    assert_eq!(dirty["status"], "warn", "{j}");
+    assert!(
+        dirty["detail"].as_str().unwrap().contains("README.md"),
+        "{j}"
+    );
+    assert!(
+        j["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|f| f["name"] != "config_template")
+    );
+    // `nightshift init`'s file, unedited: said, even by the quick doctor `run` does.
+    repo.git(&["checkout", "--", "README.md"]);
+    let out = repo.run(&["init", "--force"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let out = repo.run(&["doctor", "--quick", "--json"]);
+    let j = json(&out);
+    assert_eq!(
+        finding(&j, "git_checkout")["status"],
+        "warn",
+        "nightshift.toml is edited: {j}"
+    );
+    let template = finding(&j, "config_template");
+    assert_eq!(template["status"], "warn", "{j}");
+    let detail = template["detail"].as_str().unwrap();
+    for part in ["[agent] command", "[check] command", "example [[item]]"] {
+        assert!(detail.contains(part), "{detail}");
+    }
+}

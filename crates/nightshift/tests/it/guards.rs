@@ -331,3 +331,56 @@ fn a_check_that_contradicts_itself_on_one_tree_halts_the_run_14() {
     );
     repo.assert_clean_end();
 }
+
+#[test]
+fn a_check_whose_report_stops_parsing_fails_closed_and_nothing_ships() {
+    // The base's check prints TAP; the agent fixes `add` and also makes the runner print
+    // nothing a parser recognises. The guards cannot see lost tests: they fail, the item
+    // parks, nothing ships (on main the green check shipped with its guards `not_run`).
+    let repo = Repo::new(&python_project());
+    repo.agent(
+        "mute",
+        &format!("{FIXES_ADD}write run_tests.py \"print('all good')\"\n"),
+    );
+    repo.configure(&python_config(&repo, &["mute"], 1, ""));
+    let out = repo.run(&["run"]);
+    assert_eq!(out.status.code(), Some(11), "{}", text(&out));
+    let checks = events(&repo, "check_ended", "mute");
+    assert_eq!(checks[0]["green"], true, "{checks:?}");
+    let guards = checks[0]["guards"].as_array().unwrap();
+    let test_set = guards.iter().find(|g| g["guard"] == "test_set").unwrap();
+    assert_eq!(test_set["state"], "fail", "{test_set}");
+    assert!(
+        test_set["detail"]
+            .as_str()
+            .unwrap()
+            .contains("cannot evaluate, failing closed"),
+        "{test_set}"
+    );
+    let failed = events(&repo, "attempt_failed", "mute");
+    assert_eq!(failed[0]["halt"], "metric_integrity_violation");
+    assert_eq!(repo.shipped_items(), Vec::<String>::new());
+    repo.assert_clean_end();
+}
+
+#[test]
+fn a_guard_that_cannot_evaluate_only_warns_when_its_gate_logs() {
+    let repo = Repo::new(&python_project());
+    repo.agent(
+        "mute",
+        &format!("{FIXES_ADD}write run_tests.py \"print('all good')\"\n"),
+    );
+    repo.configure(&python_config(
+        &repo,
+        &["mute"],
+        1,
+        "\n[gates]\ntest_integrity = \"log\"\n",
+    ));
+    let out = repo.run(&["run"]);
+    assert_eq!(out.status.code(), Some(10), "{}", text(&out));
+    let checks = events(&repo, "check_ended", "mute");
+    let guards = checks[0]["guards"].as_array().unwrap();
+    let test_set = guards.iter().find(|g| g["guard"] == "test_set").unwrap();
+    assert_eq!(test_set["state"], "logged", "{test_set}");
+    assert_eq!(repo.shipped_items(), ["mute"]);
+}

@@ -404,9 +404,10 @@ fn attempt_numbers_also_skip_refs_that_git_has_packed() {
 fn a_dirty_target_checkout_makes_the_item_wait_with_an_alert_not_halt_the_run() {
     use std::io::BufRead;
     let repo = Repo::new(&project());
-    // While the agent works, someone starts editing a tracked file in the user's checkout.
+    // While the agent works, someone starts editing a tracked file in the user's checkout that
+    // the item changes too.
     let agent = format!(
-        "echo edited >> {}/README.md; mkdir -p done; echo ok > done/w",
+        "echo edited >> {}/README.md; mkdir -p done; echo ok > done/w; echo agent >> README.md",
         repo.root.display()
     );
     let config = plan(&repo, &["w"], 1, 1)
@@ -418,37 +419,77 @@ fn a_dirty_target_checkout_makes_the_item_wait_with_an_alert_not_halt_the_run() 
         .replace("[limits]\n", "[limits]\nfault_backoff = \"100ms\"\n");
     repo.configure(&config);
     let mut run = repo
-        .cmd(&["run", "--json"])
+        .cmd(&["run"])
         .stdout(std::process::Stdio::piped())
         .spawn()
         .unwrap();
     let mut lines = std::io::BufReader::new(run.stdout.take().unwrap()).lines();
-    // Wait (on the journal, as it streams) until the run says it is waiting for the checkout.
+    // Wait (on the progress lines, as they stream) until the run says why it is waiting.
+    let mut seen = Vec::new();
     for line in lines.by_ref() {
-        let v: serde_json::Value = serde_json::from_str(&line.unwrap()).unwrap();
-        if v["kind"] == "run_paused" {
+        let line = line.unwrap();
+        seen.push(line.clone());
+        if line.starts_with("paused: ") {
             assert!(
-                v["reason"]
-                    .as_str()
-                    .unwrap()
-                    .contains("uncommitted changes"),
-                "{v}"
+                line.contains("uncommitted changes to README.md that `w` also changes"),
+                "{line}"
             );
             break;
         }
-        assert_ne!(
-            v["kind"], "run_finished",
-            "the run must wait, not halt: {v}"
+        assert!(
+            !line.contains("halted"),
+            "the run must wait, not halt: {seen:?}"
         );
     }
     let attention = std::fs::read_to_string(repo.root.join(".nightshift/ATTENTION")).unwrap();
     assert!(attention.contains("uncommitted changes"), "{attention}");
-    // The person puts their edit away; the item integrates by itself.
+    // `log` says why too, not only run_paused.
+    let log = text(&repo.run(&["log"]));
+    assert!(
+        log.contains("paused: the target `main` is checked out"),
+        "{log}"
+    );
+    // The person's edit is still there; they put it away and the item integrates by itself.
+    assert_eq!(
+        std::fs::read_to_string(repo.root.join("README.md")).unwrap(),
+        "a project\nedited\n"
+    );
     repo.git(&["checkout", "--", "README.md"]);
-    for _ in lines {}
+    let rest: Vec<String> = lines.map(Result::unwrap).collect();
+    // The wait was re-armed every 100 ms, but said once.
+    assert!(
+        !rest.iter().any(|l| l.starts_with("paused: ")),
+        "the same pause was said again: {rest:?}"
+    );
     assert_eq!(run.wait().unwrap().code(), Some(10));
     assert_eq!(repo.shipped_items(), ["w"]);
     repo.assert_clean_end();
+}
+
+#[test]
+fn uncommitted_edits_to_files_the_item_does_not_touch_do_not_block_it_and_are_kept() {
+    let repo = Repo::new(&project());
+    repo.agent("w", &solves("w"));
+    repo.configure(&plan(&repo, &["w"], 1, 1));
+    // The user has an unstaged edit and a staged one, in files the item never changes.
+    repo.write("README.md", "a project\nmy notes\n");
+    repo.write("staged.txt", "staged\n");
+    repo.git(&["add", "staged.txt"]);
+    let out = repo.run(&["run"]);
+    assert_eq!(out.status.code(), Some(10), "{}", text(&out));
+    assert!(!text(&out).contains("paused"), "{}", text(&out));
+    assert_eq!(repo.shipped_items(), ["w"]);
+    // Shipped into the checkout, and the user's edits are exactly as they were.
+    assert_eq!(
+        std::fs::read_to_string(repo.root.join("done/w")).unwrap(),
+        "ok\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(repo.root.join("README.md")).unwrap(),
+        "a project\nmy notes\n"
+    );
+    let status = repo.git(&["status", "--porcelain", "--untracked-files=no"]);
+    assert_eq!(status, " M README.md\nA  staged.txt\n", "{status}");
 }
 
 #[test]

@@ -90,11 +90,15 @@ fn init_writes_a_config_that_parses_and_ignores_the_state_dir() {
     assert!(out.status.success(), "{}", text(&out));
     let text_ = std::fs::read_to_string(repo.root.join("nightshift.toml")).unwrap();
     assert!(nightshift_core::config::parse(&text_, "nightshift.toml").is_ok());
+    // `.nightshift/` is ignored through .git/info/exclude: no tracked file is touched, so the
+    // checkout stays clean and integration is never held up by init's own edit.
+    assert!(!repo.root.join(".gitignore").exists());
     assert!(
-        std::fs::read_to_string(repo.root.join(".gitignore"))
+        std::fs::read_to_string(repo.root.join(".git/info/exclude"))
             .unwrap()
             .contains("/.nightshift/")
     );
+    assert_eq!(repo.git(&["status", "--porcelain"]), "?? nightshift.toml\n");
     let again = repo.run(&["init"]);
     assert_eq!(
         again.status.code(),

@@ -823,3 +823,48 @@ fn no_review_session_starts_once_the_run_budget_is_spent() {
     assert!(reviews(&repo).is_empty(), "no review session spent more");
     assert_eq!(repo.shipped_items(), Vec::<String>::new());
 }
+
+#[test]
+fn accept_ships_a_parked_items_preserved_work_once_the_merged_result_is_green() {
+    // The check also wants a file the target does not have yet: the agent's (right) work is
+    // red, and the item parks with its work preserved and no kept branch.
+    let mut files = project();
+    files.retain(|(path, _)| *path != "check.sh");
+    files.push((
+        "check.sh",
+        "#!/bin/sh\n[ -e extra ] || { echo 'FAIL: extra is missing'; exit 1; }\n[ \"$(cat done/$1 2>/dev/null)\" = ok ] || exit 1\n",
+    ));
+    let repo = Repo::new(&files);
+    repo.agent("a", &solves("a"));
+    repo.configure(&plan(&repo, &["a"], 1, 1));
+    let out = repo.run(&["run"]);
+    assert_eq!(repo.item_state("a"), "parked", "{}", text(&out));
+    assert!(repo.git(&["branch", "--list", "nightshift/a/*"]).is_empty());
+
+    // Still red on the merged result: refused, nothing moved.
+    let before = repo.git(&["rev-parse", "main"]);
+    let out = repo.run(&["accept", "a"]);
+    assert_eq!(out.status.code(), Some(16), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("check is red"),
+        "{}",
+        text(&out)
+    );
+    assert_eq!(repo.git(&["rev-parse", "main"]), before);
+    assert_eq!(repo.item_state("a"), "parked");
+
+    // A later change clears it: accept ships the preserved work, checked on the merged result.
+    repo.write("extra", "x\n");
+    repo.git(&["add", "extra"]);
+    repo.git(&["commit", "-q", "-m", "extra"]);
+    let out = repo.run(&["accept", "a"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert_eq!(repo.item_state("a"), "shipped");
+    assert_eq!(repo.shipped_items(), ["a"]);
+    assert_eq!(
+        repo.git(&["show", "main:done/a"]),
+        "ok\n",
+        "the parked attempt's work is on the target"
+    );
+    repo.assert_clean_end();
+}

@@ -139,41 +139,77 @@ impl Results {
         self.tests.iter().map(|t| t.id.clone()).collect()
     }
 
-    /// An id as it is compared across runs whose test lists differ: a TAP test's number is
-    /// its position, which shifts when a test is added before it, so a described TAP test is
-    /// known by its description alone (`3 adds` → `adds`; a bare `3` stays `3`). Other
-    /// formats' ids are already stable.
-    pub fn stable_id<'a>(&self, id: &'a str) -> &'a str {
-        if self.format != Format::Tap {
-            return id;
-        }
-        // Subtests (`1 parent > 2 child`) and `prove` prefixes keep their full id.
-        match id.split_once(' ') {
-            Some((number, rest))
-                if !rest.is_empty()
-                    && !rest.contains(" > ")
-                    && number.bytes().all(|b| b.is_ascii_digit()) =>
-            {
-                rest
+    /// Each test with its id as compared across runs whose test lists differ, in id order.
+    ///
+    /// - TAP: a test's number is its position, which shifts when a test is added before it,
+    ///   so a described TAP test is known by its description alone (`3 adds` → `adds`; a
+    ///   bare `3` stays `3`; subtests and `prove` prefixes keep their full id).
+    /// - libtest and JUnit: a Rust doc-test's id carries the line of its code block
+    ///   (`src/lib.rs - Version::cmp (line 433)`), which moves when anything is added above
+    ///   it. It is known by its ordinal among the doc-tests of the same item instead, in line
+    ///   order: `src/lib.rs - Version::cmp (#1)`. Moving code keeps every ordinal; deleting
+    ///   one of an item's doc-tests loses the last ordinal, so the test-set guard sees it.
+    ///
+    /// Other ids are already stable (pytest's parametrized ids are built from the parameter
+    /// values or their positions, Go's and nextest's from names).
+    pub fn stable_tests(&self) -> Vec<(String, &TestResult)> {
+        match self.format {
+            Format::Tap => self
+                .tests
+                .iter()
+                .map(|t| (tap_stable(&t.id).to_owned(), t))
+                .collect(),
+            Format::Libtest | Format::JunitXml => {
+                // Doc-tests grouped by their id without the line, each group in line order.
+                let mut groups: std::collections::BTreeMap<(String, String), Vec<(u64, usize)>> =
+                    std::collections::BTreeMap::new();
+                for (index, t) in self.tests.iter().enumerate() {
+                    if let Some((head, line, tail)) = doc_test_line(&t.id) {
+                        groups
+                            .entry((head.to_owned(), tail.to_owned()))
+                            .or_default()
+                            .push((line, index));
+                    }
+                }
+                let mut stable: Vec<Option<String>> = vec![None; self.tests.len()];
+                for ((head, tail), mut members) in groups {
+                    members.sort_unstable();
+                    for (ordinal, (_, index)) in members.into_iter().enumerate() {
+                        if let Some(slot) = stable.get_mut(index) {
+                            *slot = Some(format!("{head} (#{}){tail}", ordinal + 1));
+                        }
+                    }
+                }
+                self.tests
+                    .iter()
+                    .zip(stable)
+                    .map(|(t, s)| (s.unwrap_or_else(|| t.id.clone()), t))
+                    .collect()
             }
-            _ => id,
+            _ => self.tests.iter().map(|t| (t.id.clone(), t)).collect(),
         }
     }
 
-    /// [`Results::collected`] by [`Results::stable_id`].
+    /// [`Results::collected`] by the ids of [`Results::stable_tests`].
     pub fn collected_stable(&self) -> BTreeSet<String> {
-        self.tests
-            .iter()
-            .map(|t| self.stable_id(&t.id).to_owned())
+        self.stable_tests().into_iter().map(|(id, _)| id).collect()
+    }
+
+    /// [`Results::failing_set`] by the ids of [`Results::stable_tests`].
+    pub fn failing_stable(&self) -> FailingSet {
+        self.stable_tests()
+            .into_iter()
+            .filter(|(_, t)| t.state == TestState::Failed)
+            .map(|(id, _)| id)
             .collect()
     }
 
-    /// [`Results::failing_set`] by [`Results::stable_id`].
-    pub fn failing_stable(&self) -> FailingSet {
-        self.tests
-            .iter()
-            .filter(|t| t.state == TestState::Failed)
-            .map(|t| self.stable_id(&t.id).to_owned())
+    /// The stable ids of the tests in `state`.
+    pub fn stable_in(&self, state: TestState) -> BTreeSet<String> {
+        self.stable_tests()
+            .into_iter()
+            .filter(|(_, t)| t.state == state)
+            .map(|(id, _)| id)
             .collect()
     }
 
@@ -198,6 +234,36 @@ impl Results {
         }
         Results { tests, format }
     }
+}
+
+/// A described TAP test's id without its number (see [`Results::stable_tests`]).
+fn tap_stable(id: &str) -> &str {
+    match id.split_once(' ') {
+        Some((number, rest))
+            if !rest.is_empty()
+                && !rest.contains(" > ")
+                && number.bytes().all(|b| b.is_ascii_digit()) =>
+        {
+            rest
+        }
+        _ => id,
+    }
+}
+
+/// A doc-test id split at its last ` (line N)`: the text before, N, the text after (a
+/// ` - compile fail` or similar suffix). `None` for any other id.
+fn doc_test_line(id: &str) -> Option<(&str, u64, &str)> {
+    const OPEN: &str = " (line ";
+    let at = id.rfind(OPEN)?;
+    let head = id.get(..at)?;
+    let rest = id.get(at + OPEN.len()..)?;
+    let close = rest.find(')')?;
+    let digits = rest.get(..close)?;
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) || !head.contains(" - ") {
+        return None;
+    }
+    let line = digits.parse().ok()?;
+    Some((head, line, rest.get(close + 1..)?))
 }
 
 /// How a repeated id is resolved.

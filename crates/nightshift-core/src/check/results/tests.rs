@@ -333,3 +333,60 @@ fn fifty_megabytes_of_hostile_output_terminate() {
     // A stray `<testcase>` outside any suite is not a JUnit report.
     assert_eq!(parse(text.as_bytes(), Some(Format::JunitXml)), None);
 }
+
+/// A `cargo test` doc-test block whose code blocks sit at `lines` (`(item, line)`).
+fn doc_tests(lines: &[(&str, u32)]) -> String {
+    let mut out = format!("   Doc-tests semver\n\nrunning {} tests\n", lines.len());
+    for (item, line) in lines {
+        out.push_str(&format!("test src/lib.rs - {item} (line {line}) ... ok\n"));
+    }
+    out.push_str(&format!(
+        "\ntest result: ok. {} passed; 0 failed; 0 ignored; 0 measured; 0 filtered out; finished in 0.01s\n\n",
+        lines.len()
+    ));
+    out
+}
+
+#[test]
+fn doc_test_ids_survive_line_moves_and_a_deleted_doc_test_is_still_seen() {
+    let parse = |lines: &[(&str, u32)]| -> BTreeSet<String> {
+        parse(doc_tests(lines).as_bytes(), None)
+            .map(|r| r.collected_stable())
+            .unwrap_or_default()
+    };
+    let base = parse(&[
+        ("Version::cmp_precedence", 433),
+        ("Version::cmp_precedence", 440),
+        ("Version::parse", 12),
+    ]);
+    assert_eq!(
+        base.iter().map(String::as_str).collect::<Vec<_>>(),
+        [
+            "semver@doc src/lib.rs - Version::cmp_precedence (#1)",
+            "semver@doc src/lib.rs - Version::cmp_precedence (#2)",
+            "semver@doc src/lib.rs - Version::parse (#1)",
+        ]
+    );
+    // An honest method added above: every line moves, no id does.
+    let moved = parse(&[
+        ("Version::cmp_precedence", 451),
+        ("Version::cmp_precedence", 458),
+        ("Version::parse", 12),
+    ]);
+    assert_eq!(moved, base);
+    // One of the two doc-tests of an item deleted: an id is gone.
+    let fewer = parse(&[("Version::cmp_precedence", 451), ("Version::parse", 12)]);
+    assert_eq!(base.difference(&fewer).count(), 1);
+    // Other ids are untouched, including one that merely mentions a line.
+    let r = Results {
+        tests: vec![TestResult {
+            id: "tests::parses (line 3)".into(),
+            state: TestState::Passed,
+        }],
+        format: Format::Libtest,
+    };
+    assert_eq!(
+        r.collected_stable().into_iter().collect::<Vec<_>>(),
+        ["tests::parses (line 3)"]
+    );
+}

@@ -104,15 +104,10 @@ fn a_less_indented_line_ends_the_item() {
 
 #[test]
 fn checked_items_swallow_their_detail() {
-    let source = "- [x] Done\n  detail of done\n  - [ ] sub task of a done item is still a task\n    detail\n  not detail of the sub task\n- [ ] Open\n";
-    assert_eq!(
-        ids(source),
-        ["sub-task-of-a-done-item-is-still-a-task", "open"]
-    );
-    assert_eq!(
-        items(source)[0].prompt,
-        "sub task of a done item is still a task\ndetail"
-    );
+    // docs/config.md: checked lines are skipped with everything under them, sub-tasks included.
+    let source = "- [x] Done\n  detail of done\n  - [ ] sub task of a done item is done with it\n    detail\n  still under the done item\n- [ ] Open\n";
+    assert_eq!(ids(source), ["open"]);
+    assert_eq!(items(source)[0].prompt, "Open");
 }
 
 #[test]
@@ -254,4 +249,17 @@ fn crlf_line_endings() {
     let items = items("- [ ] One\r\n  detail\r\n- [x] Two\r\n- [ ] Three {#three}\r\n");
     assert_eq!(items[0].prompt, "One\ndetail");
     assert_eq!(items[1].id, "three");
+}
+
+#[test]
+fn a_plan_with_a_nul_is_refused_at_the_nul() {
+    let e = error("- [ ] one\n- [ ] t\0wo\n");
+    assert_eq!((e.line, e.column), (2, 8), "{e:?}");
+    assert!(e.message.contains("NUL"), "{}", e.message);
+}
+
+#[test]
+fn task_lines_under_a_checked_item_are_skipped_with_it() {
+    let source = "- [x] Done parent\n  - [ ] open child\n    - [ ] grandchild\n  - [x] done child\n    detail\n- [ ] Next\n  - [ ] nested open\n";
+    assert_eq!(ids(source), ["next", "nested-open"]);
 }

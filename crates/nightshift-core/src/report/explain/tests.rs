@@ -9,6 +9,7 @@ fn red(iteration: u32, failing: &[&str]) -> Point {
         tests: Some(10),
         failing: Some(failing.iter().map(|s| (*s).to_owned()).collect()),
         guard_failures: Vec::new(),
+        timed_out: false,
     }
 }
 
@@ -26,6 +27,7 @@ fn unparsed(iteration: u32, exit: i32) -> Point {
         tests: None,
         failing: None,
         guard_failures: Vec::new(),
+        timed_out: false,
     }
 }
 
@@ -287,6 +289,24 @@ fn a_loop_run_is_told_its_flag_not_a_config_key() {
     );
     assert!(
         v.next[0].starts_with("run `nightshift loop` again with `--max-iterations 5`"),
+        "{:?}",
+        v.next
+    );
+}
+
+#[test]
+fn a_timed_out_check_is_named_and_the_advice_is_the_timeout_not_the_format() {
+    // A timed-out check is killed: exit code none, output cut short, so nothing parsed.
+    let mut last = unparsed(2, 0);
+    last.exit_code = None;
+    last.timed_out = true;
+    let points = [unparsed(1, 1), last];
+    let v = verdict(&points, None, &failed(None), 3);
+    assert_eq!(v.kind, VerdictKind::OtherCause, "{v:?}");
+    assert!(v.why.contains("timed out"), "{}", v.why);
+    assert!(v.next[0].contains("[check] timeout"), "{:?}", v.next);
+    assert!(
+        v.next.iter().all(|n| !n.contains("[check] format")),
         "{:?}",
         v.next
     );

@@ -1,0 +1,172 @@
+//! The conformance suite: every scenario of issue 11 against the REAL agent CLIs (Claude Code,
+//! Codex, Gemini CLI, aider), each driven by `nightshift run` with the default `[agent]` table
+//! against the scripted model server (crates/model-server).
+//!
+//! CLIs come from `NIGHTSHIFT_AGENTS_DIR` (what `.ci/install-agents` prints), else from PATH. A
+//! missing CLI is skipped loudly; with `CI=true` or `NIGHTSHIFT_CONFORMANCE_REQUIRE=1` it fails.
+//! Cases run in parallel (`NIGHTSHIFT_CONFORMANCE_JOBS`, default 6); arguments filter them by
+//! substring of `<cli>/<scenario>`. The table printed at the end is docs/conformance.md's.
+
+#![expect(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test helpers fail loudly on purpose"
+)]
+
+#[path = "../it/harness.rs"]
+#[expect(
+    dead_code,
+    reason = "shared with the it suite; not every helper is used here"
+)]
+mod harness;
+
+mod agents;
+mod case;
+mod scenarios;
+
+use std::process::ExitCode;
+use std::sync::Mutex;
+
+use case::Row;
+
+fn required() -> bool {
+    std::env::var("CI").is_ok_and(|v| v == "true" || v == "1")
+        || std::env::var("NIGHTSHIFT_CONFORMANCE_REQUIRE").is_ok_and(|v| v == "1")
+}
+
+fn cell<T: std::fmt::Display>(v: &Option<T>) -> String {
+    v.as_ref().map_or("–".to_owned(), ToString::to_string)
+}
+
+fn table(rows: &[Row]) -> String {
+    let mut t = String::from(
+        "| CLI | scenario | result | outcome | attempts (failed) | requests after trip | stall → stalled (s) | usage recorded vs server (prompt/output) | time (s) |\n|---|---|---|---|---|---|---|---|---|\n",
+    );
+    for r in rows {
+        let result = if r.failures.is_empty() {
+            "pass"
+        } else {
+            "FAIL"
+        };
+        t.push_str(&format!(
+            "| {} | {} | {} | {} | {} ({}) | {} | {} | {} | {:.0} |\n",
+            r.cli,
+            r.scenario,
+            result,
+            r.outcome,
+            cell(&r.attempts),
+            cell(&r.attempts_failed),
+            cell(&r.after_trip),
+            r.stall_secs.map_or("–".to_owned(), |s| format!("{s:.1}")),
+            cell(&r.usage),
+            r.secs
+        ));
+    }
+    t
+}
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.iter().any(|a| a == "--list") {
+        return ExitCode::SUCCESS; // nothing for test listers: this binary is its own harness
+    }
+    let filters: Vec<&String> = args.iter().filter(|a| !a.starts_with('-')).collect();
+    let (found, missing) = agents::discover();
+    let mut failed = false;
+    for m in &missing {
+        if required() {
+            eprintln!(
+                "conformance: FAILED: agent CLI {m} is missing (install with .ci/install-agents; NIGHTSHIFT_AGENTS_DIR=<its output>)"
+            );
+            failed = true;
+        } else {
+            eprintln!(
+                "conformance: SKIPPED: agent CLI {m} not found (NIGHTSHIFT_AGENTS_DIR or PATH); its scenarios did not run"
+            );
+        }
+    }
+    let mut cases = Vec::new();
+    for agent in &found {
+        eprintln!(
+            "conformance: {} is {} ({})",
+            agent.name,
+            agent.version,
+            agent.bin_dir.display()
+        );
+        for (name, applies, body) in scenarios::ALL {
+            let id = format!("{}/{name}", agent.name);
+            if applies(agent)
+                && (filters.is_empty() || filters.iter().any(|f| id.contains(f.as_str())))
+            {
+                cases.push((id, agent.clone(), *body));
+            }
+        }
+    }
+    let jobs: usize = std::env::var("NIGHTSHIFT_CONFORMANCE_JOBS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(6)
+        .max(1);
+    let started = std::time::Instant::now();
+    eprintln!("conformance: {} cases, {jobs} at a time", cases.len());
+    let queue = Mutex::new(cases.into_iter().enumerate().collect::<Vec<_>>());
+    let rows = Mutex::new(Vec::new());
+    std::thread::scope(|s| {
+        for _ in 0..jobs {
+            s.spawn(|| {
+                loop {
+                    let next = queue.lock().unwrap().pop();
+                    let Some((n, (id, agent, body))) = next else {
+                        break;
+                    };
+                    let row = match std::panic::catch_unwind(|| body(&agent)) {
+                        Ok(row) => row,
+                        Err(p) => {
+                            let why = p
+                                .downcast_ref::<String>()
+                                .cloned()
+                                .or_else(|| p.downcast_ref::<&str>().map(|s| (*s).to_owned()))
+                                .unwrap_or_default();
+                            let (cli, scenario) = id.split_once('/').unwrap_or((&id, ""));
+                            Row {
+                                cli: cli.to_owned(),
+                                scenario: scenario.to_owned(),
+                                failures: vec![format!("panicked: {why}")],
+                                ..Row::default()
+                            }
+                        }
+                    };
+                    let verdict = if row.failures.is_empty() {
+                        "ok"
+                    } else {
+                        "FAILED"
+                    };
+                    eprintln!(
+                        "conformance: {id} ... {verdict} ({:.0}s) {}",
+                        row.secs, row.outcome
+                    );
+                    for f in &row.failures {
+                        eprintln!("    {id}: {f}");
+                    }
+                    rows.lock().unwrap().push((n, row));
+                }
+            });
+        }
+    });
+    let mut rows = rows.into_inner().unwrap();
+    rows.sort_by_key(|(n, _)| std::cmp::Reverse(*n));
+    let rows: Vec<Row> = rows.into_iter().map(|(_, r)| r).collect();
+    let failures = rows.iter().filter(|r| !r.failures.is_empty()).count();
+    println!("{}", table(&rows));
+    println!(
+        "conformance: {} cases, {failures} failed, {} CLIs missing, {:.0}s",
+        rows.len(),
+        missing.len(),
+        started.elapsed().as_secs_f64()
+    );
+    if failed || failures > 0 {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    }
+}
