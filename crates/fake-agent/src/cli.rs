@@ -17,7 +17,10 @@ Usage:
   fake-agent --script-dir DIR    run DIR/<NIGHTSHIFT_ITEM>.fake, or else DIR/default.fake
   fake-agent --help              print this help
 
-Arguments after `--` are ignored (so a wrapper may pass agent flags through).
+Arguments after `--` are ignored (so a wrapper may pass agent flags through), unless
+`--as claude|codex` is given: then they are read as that CLI's argv and its session rules
+are kept (a reused `--session-id` is refused, `--resume` needs a known session; state in
+$HOME/.fake-agent).
 The script runs in the current directory. It reads NIGHTSHIFT_ITEM, NIGHTSHIFT_ATTEMPT,
 NIGHTSHIFT_ITERATION (1-based; absent means 1), NIGHTSHIFT_PROMPT_FILE and
 NIGHTSHIFT_FEEDBACK_FILE. Exit code: the script's `exit N`, 0 at its end, 2 on any error.
@@ -68,6 +71,15 @@ where
         let make: fn(PathBuf) -> ScriptLocation = match flag {
             "--help" | "-h" => return Ok(Command::Help),
             "--" => break,
+            "--as" => {
+                // Read by `cli_mode`; here only its value is skipped.
+                match inline_value.or_else(|| args.next()) {
+                    Some(v) if crate::real::Cli::from_name(&v.to_string_lossy()).is_some() => {
+                        continue;
+                    }
+                    _ => return Err(UsageError("`--as` needs `claude` or `codex`".to_owned())),
+                }
+            }
             "--script" => ScriptLocation::File,
             "--script-dir" => ScriptLocation::Dir,
             _ => return Err(UsageError(format!("unknown argument `{text}`"))),
@@ -113,6 +125,14 @@ where
             }
         },
         Ok(Prepared::Run(script, ctx)) => execute(&script, &ctx, out, err),
+        Ok(Prepared::Version(line)) => match writeln!(out, "{line}") {
+            Ok(()) => 0,
+            Err(_) => FAILURE_EXIT,
+        },
+        Ok(Prepared::Refused(line)) => {
+            let _ = writeln!(err, "{line}");
+            1
+        }
         Err(message) => {
             let _ = writeln!(err, "fake-agent: {message}");
             FAILURE_EXIT
@@ -123,6 +143,29 @@ where
 enum Prepared {
     Help,
     Run(crate::Script, Context),
+    /// The real CLI would refuse this launch: its stderr line, exit 1.
+    Refused(String),
+    /// `--version` under `--as`: the line the real CLI prints.
+    Version(String),
+}
+
+/// `--as NAME` (before `--`) and the CLI's argv after `--`.
+fn cli_mode(args: &[OsString]) -> Option<(crate::real::Cli, Vec<OsString>)> {
+    let split = args.iter().position(|a| a == "--").unwrap_or(args.len());
+    let (own, rest) = args.split_at(split);
+    let mut cli = None;
+    for (i, a) in own.iter().enumerate() {
+        let text = a.to_string_lossy();
+        let value = match text.strip_prefix("--as=") {
+            Some(v) => Some(v.to_owned()),
+            None if text == "--as" => own.get(i + 1).map(|v| v.to_string_lossy().into_owned()),
+            None => None,
+        };
+        if let Some(v) = value {
+            cli = crate::real::Cli::from_name(&v);
+        }
+    }
+    Some((cli?, rest.iter().skip(1).cloned().collect()))
 }
 
 fn prepare<I, S>(
@@ -134,12 +177,23 @@ where
     I: IntoIterator<Item = S>,
     S: Into<OsString>,
 {
-    let location = match parse_args(args) {
+    let raw: Vec<OsString> = args.into_iter().map(Into::into).collect();
+    let location = match parse_args(raw.iter().cloned()) {
         Ok(Command::Help) => return Ok(Prepared::Help),
         Ok(Command::Run(location)) => location,
         Err(error) => return Err(format!("{error} (see `fake-agent --help`)")),
     };
-    let ctx = Context::from_env(cwd, env).map_err(|error| error.to_string())?;
+    let home = crate::real::home(&env);
+    let mut ctx = Context::from_env(cwd, env).map_err(|error| error.to_string())?;
+    if let Some((cli, cli_args)) = cli_mode(&raw) {
+        if cli_args.iter().any(|a| a == "--version" || a == "-v") {
+            return Ok(Prepared::Version(cli.version_line()));
+        }
+        match crate::real::open_session(cli, &cli_args, home.as_deref()) {
+            Ok(id) => ctx.cli_session = Some(id),
+            Err(refused) => return Ok(Prepared::Refused(refused.0)),
+        }
+    }
     let path = match location {
         ScriptLocation::File(file) => cwd.join(file),
         ScriptLocation::Dir(dir) => find_in_dir(&cwd.join(dir), ctx.item.as_deref())?,

@@ -30,6 +30,9 @@ pub struct Context {
     pub prompt_file: Option<PathBuf>,
     /// `NIGHTSHIFT_FEEDBACK_FILE`.
     pub feedback_file: Option<PathBuf>,
+    /// Under `--as claude|codex`: the CLI session this process runs (the `--session-id`, the
+    /// resumed id, or a new Codex thread); `emit`, `busy` and `usage-limit` print it.
+    pub cli_session: Option<String>,
 }
 
 /// An environment variable the fake agent cannot make sense of.
@@ -61,6 +64,7 @@ impl Context {
             iteration: 1,
             prompt_file: None,
             feedback_file: None,
+            cli_session: None,
         }
     }
 
@@ -95,6 +99,7 @@ impl Context {
             iteration: counter("NIGHTSHIFT_ITERATION")?,
             prompt_file: present("NIGHTSHIFT_PROMPT_FILE").map(PathBuf::from),
             feedback_file: present("NIGHTSHIFT_FEEDBACK_FILE").map(PathBuf::from),
+            cli_session: None,
         })
     }
 
@@ -227,8 +232,7 @@ where
             )?;
         }
         Step::Emit(Emit::Codex(emit)) => {
-            let thread = codex::thread_id(ctx.item.as_deref(), ctx.attempt, ctx.iteration);
-            print_json(out, "emit codex", &emit.stream(&thread))?;
+            print_json(out, "emit codex", &emit.stream(&codex_thread(ctx)))?;
         }
         Step::Emit(Emit::Gemini(emit)) => {
             let session = gemini::GeminiSession {
@@ -265,6 +269,7 @@ where
             touch(&target).map_err(|e| format!("touch {shown}: {e}"))?;
         }
         Step::GoSilent(span) => pause(*span),
+        Step::IdleTicks(span) => idle_ticks(*span),
         Step::Busy(busy) => run_busy(busy, ctx, started, out)?,
         Step::SpawnOrphan { path, interval } => {
             let target = ctx.cwd.join(path);
@@ -315,9 +320,20 @@ fn elapsed_ms(started: Instant) -> u64 {
     u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX)
 }
 
+/// The Codex thread this process prints: the CLI session under `--as codex`, else one
+/// derived from the item's coordinates.
+fn codex_thread(ctx: &Context) -> String {
+    ctx.cli_session
+        .clone()
+        .unwrap_or_else(|| codex::thread_id(ctx.item.as_deref(), ctx.attempt, ctx.iteration))
+}
+
 fn claude_session(ctx: &Context, started: Instant) -> SessionInfo {
     SessionInfo {
-        session_id: claude::session_id(ctx.item.as_deref(), ctx.attempt, ctx.iteration),
+        session_id: ctx
+            .cli_session
+            .clone()
+            .unwrap_or_else(|| claude::session_id(ctx.item.as_deref(), ctx.attempt, ctx.iteration)),
         cwd: ctx.cwd.to_string_lossy().into_owned(),
         duration_ms: elapsed_ms(started),
     }
@@ -334,6 +350,28 @@ fn print_json<O: Write + ?Sized>(out: &mut O, what: &str, lines: &[Value]) -> Re
 }
 
 /// Blocks in sleep for the span; `Forever` never returns.
+/// CPU an idle tick burns, and how often: 10 ms (one clock tick) every 2 s (0.5% of a core), like the idle real
+/// CLIs measured in 2026-12 (Claude a tick every few seconds, Codex every 2–6 s).
+const IDLE_BURN: Duration = Duration::from_millis(10);
+const IDLE_EVERY: Duration = Duration::from_secs(2);
+
+fn idle_ticks(span: Span) {
+    let start = Instant::now();
+    loop {
+        let burn = Instant::now();
+        let mut x = 0u64;
+        while burn.elapsed() < IDLE_BURN {
+            x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
+        }
+        if let Span::For(d) = span
+            && start.elapsed() >= d
+        {
+            return;
+        }
+        std::thread::sleep(IDLE_EVERY);
+    }
+}
+
 fn pause(span: Span) {
     match span {
         Span::For(duration) => std::thread::sleep(duration),
@@ -356,11 +394,7 @@ fn run_busy<O: Write + ?Sized>(
     let session = claude_session(ctx, started);
     let header = match busy.format {
         WireFormat::Claude => claude::init_line(&session, claude::BUSY_MODEL),
-        WireFormat::Codex => codex::thread_started(&codex::thread_id(
-            ctx.item.as_deref(),
-            ctx.attempt,
-            ctx.iteration,
-        )),
+        WireFormat::Codex => codex::thread_started(&codex_thread(ctx)),
     };
     print_json(out, "busy", &[header])?;
     let interval = busy.interval.max(Duration::from_millis(1));
@@ -690,6 +724,7 @@ mod tests {
                 iteration: 4,
                 prompt_file: Some("/p.md".into()),
                 feedback_file: None,
+                cli_session: None,
             })
         );
         assert_eq!(Context::from_env("/w", |_| None), Ok(Context::new("/w")));

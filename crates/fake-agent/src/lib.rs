@@ -47,6 +47,7 @@
 //! | command | effect |
 //! |---|---|
 //! | `go-silent DURATION` / `go-silent forever` | a hung agent: print nothing, do nothing (blocked in sleep, no CPU), then go on (or never) |
+//! | `idle-ticks DURATION` / `idle-ticks forever` | a hung real CLI: print nothing, but burn 10 ms of CPU (one clock tick) every 2 s, as idle Claude and Codex do |
 //! | `busy DURATION\|forever usage-per-turn=N interval=DURATION [output-per-turn=N] [format=claude\|codex]` | a productive-looking loop: see below |
 //! | `spawn-orphan PATH [interval=DURATION]` | leak a grandchild that escapes the process group: see below |
 //! | `ignore-sigterm` | from here on SIGTERM is ignored (also by processes started afterwards, which inherit it) |
@@ -159,6 +160,7 @@ pub mod codex;
 pub mod exec;
 pub mod gemini;
 pub mod misbehave;
+pub mod real;
 pub mod script;
 
 use std::ffi::OsString;

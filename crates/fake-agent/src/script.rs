@@ -66,6 +66,9 @@ pub enum Step {
     Touch { path: PathBuf },
     /// `go-silent DURATION|forever`: print nothing and do nothing (blocked in sleep).
     GoSilent(Span),
+    /// `idle-ticks DURATION|forever`: print nothing, but burn a little CPU now and then, the
+    /// way an idle real CLI does (10 ms of CPU every 2 s).
+    IdleTicks(Span),
     /// `busy DURATION|forever usage-per-turn=N interval=DURATION …`: a session that keeps
     /// reporting usage and never finishes.
     Busy(Busy),
@@ -278,7 +281,7 @@ pub struct ParseError {
 }
 
 const COMMANDS: &str = "write, append, replace, delete, mkdir, print, stderr, emit, record, \
-                        sleep, exit, touch, go-silent, busy, spawn-orphan, ignore-sigterm, crash, \
+                        sleep, exit, touch, go-silent, idle-ticks, busy, spawn-orphan, ignore-sigterm, crash, \
                         usage-limit, emit-malformed, when, always";
 
 /// Parses a whole script. `name` is used in error messages.
@@ -427,6 +430,10 @@ fn parse_step(command: &str, args: &[Token], lines: &mut Lines<'_>) -> Result<St
             path: any_path(command, one_arg(command, "a path", args)?)?,
         }),
         "go-silent" => Ok(Step::GoSilent(parse_span(
+            command,
+            one_arg(command, "a duration (e.g. 30s) or `forever`", args)?,
+        )?)),
+        "idle-ticks" => Ok(Step::IdleTicks(parse_span(
             command,
             one_arg(command, "a duration (e.g. 30s) or `forever`", args)?,
         )?)),

@@ -213,7 +213,7 @@ fn decide(
     let (step, turn) = if turn {
         st.cursor = (index + 1).min(last);
         (current, true)
-    } else if current.is_failure() {
+    } else if current.applies_to_aux() {
         (current, false)
     } else {
         (

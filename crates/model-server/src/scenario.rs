@@ -4,8 +4,9 @@ use serde::Deserialize;
 
 /// A scripted scenario. Every request that asks the model for a turn (it offers tools, or it is
 /// a chat completion) takes the next step; the last step repeats, so `[tool, tool]` loops tool
-/// calls forever and `[error]` fails every request. While the current step is an error or a
-/// stall, auxiliary requests (title generation, routing, token counts) get it too.
+/// calls forever and `[error]` fails every request. While the current step is a bad key or a
+/// stall, auxiliary requests (title generation, routing) get it too; other errors hit model
+/// turns only (a CLI retrying a failed router call would only slow the suite down).
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Scenario {
@@ -68,7 +69,12 @@ pub enum Step {
 }
 
 impl Step {
-    /// Errors and stalls apply to auxiliary requests as well while they are current.
+    /// A bad key and a silent server apply to auxiliary requests as well while current.
+    pub fn applies_to_aux(&self) -> bool {
+        matches!(self, Step::Unauthorized | Step::Stall)
+    }
+
+    /// Not a reply of the model: an error or a stall.
     pub fn is_failure(&self) -> bool {
         !matches!(
             self,

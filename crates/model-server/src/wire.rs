@@ -208,7 +208,9 @@ fn write_command(path: &str, content: &str) -> String {
 
 fn anthropic_error(step: &Step) -> (u16, Vec<(String, String)>, Value) {
     let err = |t: &str, m: &str| json!({"type": "error", "error": {"type": t, "message": m}});
-    let fast = h("retry-after", 0);
+    // Retry at once, and not at all where the CLI honours `x-should-retry` (Claude's 5xx
+    // back-off otherwise takes ~3 minutes whatever `retry-after` says).
+    let fast = [h("retry-after", 0), h("x-should-retry", "false")];
     match step {
         Step::RateLimit { resets_in: Some(s) } => {
             let reset = epoch_now() + s;
@@ -239,14 +241,18 @@ fn anthropic_error(step: &Step) -> (u16, Vec<(String, String)>, Value) {
         }
         Step::RateLimit { resets_in: None } => (
             429,
-            vec![fast, h("anthropic-ratelimit-requests-remaining", 0)],
+            [&fast[..], &[h("anthropic-ratelimit-requests-remaining", 0)]].concat(),
             err(
                 "rate_limit_error",
                 "Number of requests has exceeded your per-minute rate limit.",
             ),
         ),
-        Step::ServerError => (500, vec![fast], err("api_error", "Internal server error")),
-        Step::Overloaded => (529, vec![fast], err("overloaded_error", "Overloaded")),
+        Step::ServerError => (
+            500,
+            fast.to_vec(),
+            err("api_error", "Internal server error"),
+        ),
+        Step::Overloaded => (529, fast.to_vec(), err("overloaded_error", "Overloaded")),
         _ => (
             401,
             vec![],

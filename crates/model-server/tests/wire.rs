@@ -142,9 +142,13 @@ fn a_subscription_limit_carries_the_unified_reset_headers() {
         "reset {reset}, now {now}"
     );
     assert!(body.contains("rate_limit_error"));
-    // Failures count as served requests, with no usage; aux requests share them.
+    // Failures count as served requests, with no usage; aux requests do not share a rate
+    // limit, but do share a bad key.
     let (status, _, _) = post(&server, "/v1/messages", &json!({"model": "small"}));
-    assert_eq!(status, 429);
+    assert_eq!(status, 200);
+    server.play(Scenario::of(vec![Step::Unauthorized]));
+    let (status, _, _) = post(&server, "/v1/messages", &json!({"model": "small"}));
+    assert_eq!(status, 401);
     assert_eq!(
         server.usage(),
         Usage {

@@ -37,6 +37,7 @@ fn packet(dir: &std::path::Path, script: &str, timeout: Duration) -> SessionPack
             tail_bytes: 1024,
             env_allow: None,
             stdin: None,
+            log_limit: None,
         },
         parser: None,
         stall_grace: None,

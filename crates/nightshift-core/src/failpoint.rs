@@ -67,3 +67,19 @@ fn first_to_fire() -> bool {
         _ => true,
     }
 }
+
+/// The environment variable of the full-disk seam: while the file it names exists, the state
+/// database reads as full (`SQLITE_FULL` on every write) and the disk as without space.
+pub const DISK_FULL_ENV: &str = "NIGHTSHIFT_FAULT_DISK_FULL_FILE";
+
+/// Whether the full-disk seam says the disk is full now (never, unless [`DISK_FULL_ENV`] is set).
+pub fn disk_full() -> bool {
+    static PATH: OnceLock<Option<std::path::PathBuf>> = OnceLock::new();
+    PATH.get_or_init(|| {
+        std::env::var_os(DISK_FULL_ENV)
+            .filter(|p| !p.is_empty())
+            .map(std::path::PathBuf::from)
+    })
+    .as_ref()
+    .is_some_and(|p| p.exists())
+}

@@ -210,7 +210,7 @@ impl Gates {
             self.from_file.clear();
             return Some(Ok(changed));
         }
-        let read = std::fs::read_to_string(&file)
+        let read = crate::bounded::read_to_string(&file, crate::bounded::CONFIG_BYTES)
             .map_err(|e| format!("read the gates file {}: {e}", file.display()))
             .and_then(|text| parse_file(&text).map_err(|e| format!("{}: {e}", file.display())));
         Some(read.map(|modes| {

@@ -9,6 +9,7 @@
 
 pub mod accept;
 pub mod agent;
+pub mod bounded;
 pub mod check;
 pub mod clean;
 pub mod clock;

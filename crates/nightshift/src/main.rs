@@ -7,6 +7,7 @@ mod cli;
 mod commands;
 mod error;
 mod json;
+mod meter;
 mod render;
 
 use std::process::ExitCode;

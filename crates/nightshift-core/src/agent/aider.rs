@@ -5,7 +5,7 @@
 //! Its exit code is worthless (0 even when the request failed), so the oracle and the diff
 //! decide; this parser only feeds the budget guard and the usage-limit handling.
 
-use super::{AgentEvent, FinishKind, Finished, RateLimitState, SessionTotals, StreamParser, Usage};
+use super::{AgentEvent, FinishKind, Finished, SessionTotals, StreamParser, Usage};
 
 /// Reads aider's text output.
 #[derive(Debug, Default)]
@@ -83,11 +83,13 @@ impl StreamParser for AiderParser {
             return vec![AgentEvent::Usage(usage)];
         }
         if text.contains("rate limited you") {
+            // An API key's rate limit, after aider's own ~90 s of retries: back off and rerun
+            // (there is no subscription reset to wait for).
             self.rate_limited = true;
-            return vec![AgentEvent::RateLimit {
-                state: RateLimitState::Rejected,
-                resets_at: None,
-                kind: None,
+            return vec![AgentEvent::Retrying {
+                status: Some(429),
+                delay_ms: None,
+                reason: "rate limited".to_owned(),
             }];
         }
         Vec::new()
@@ -96,7 +98,7 @@ impl StreamParser for AiderParser {
     fn finish(&mut self) -> Vec<AgentEvent> {
         vec![AgentEvent::Finished(Finished {
             kind: if self.rate_limited {
-                FinishKind::QuotaExhausted { resets_at: None }
+                FinishKind::Transient
             } else {
                 FinishKind::Ok
             },
@@ -234,22 +236,22 @@ mod tests {
     }
 
     #[test]
-    fn a_rate_limit_is_a_quota_ending_whatever_the_exit_code() {
+    fn a_rate_limit_is_a_transient_ending_whatever_the_exit_code() {
         let mut p = AiderParser::new();
         let events = p.feed_line(
             b"The API provider has rate limited you. Try again later or check your quotas.",
         );
         assert!(matches!(
             events.as_slice(),
-            [AgentEvent::RateLimit {
-                state: RateLimitState::Rejected,
+            [AgentEvent::Retrying {
+                status: Some(429),
                 ..
             }]
         ));
         assert!(matches!(
             p.finish().as_slice(),
             [AgentEvent::Finished(Finished {
-                kind: FinishKind::QuotaExhausted { resets_at: None },
+                kind: FinishKind::Transient,
                 ..
             })]
         ));

@@ -41,6 +41,11 @@ const AUTH: &[&str] = &[
     "permission_error",
     "api error: 401",
     "api error: 403",
+    "api key not valid",
+    "unauthenticated",
+    "incorrect api key",
+    "invalid_api_key",
+    "missing environment variable",
 ];
 
 const QUOTA: &[&str] = &[
@@ -55,6 +60,7 @@ const QUOTA: &[&str] = &[
     "resource has been exhausted",
     "out of credits",
     "spend cap",
+    "limit · resets",
 ];
 
 const TRANSIENT: &[&str] = &[

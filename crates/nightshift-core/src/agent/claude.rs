@@ -22,7 +22,7 @@ use std::collections::{BTreeMap, HashMap};
 use jiff::tz::TimeZone;
 use serde::Deserialize;
 
-use super::classify::{finish_kind, signal_from_status, signal_from_text};
+use super::classify::{Signal, finish_kind, signal_from_status, signal_from_text};
 use super::line::{Dialect, LineReader};
 use super::reset::ResetClock;
 use super::wire::{AnthropicUsage, ErrorField, Flag, Float, Int, List, Num, Obj, Str};
@@ -244,6 +244,10 @@ impl StreamParser for ClaudeParser {
 
     fn set_now(&mut self, now: i64) {
         self.state.clock.now = Some(now);
+    }
+
+    fn ends_on_finish(&self) -> bool {
+        true
     }
 }
 
@@ -575,7 +579,14 @@ impl State {
         }
         let status = l.api_error_status.0;
         if status == Some(429) || seg.assistant_error.as_deref() == Some("rate_limit") {
-            return quota(None);
+            // A subscription limit comes with a `rejected` rate_limit_event (above) or says so
+            // in words; an API key's 429 ("would exceed the rate limit for your organization"),
+            // after the CLI's own ~10 retries, is a rate limit to back off from.
+            return match signal_from_text(texts.iter().copied()) {
+                Some(Signal::Quota) => quota(None),
+                Some(Signal::Auth) => FinishKind::Auth,
+                _ => FinishKind::Transient,
+            };
         }
         if let Some(signal) = status.and_then(signal_from_status) {
             return finish_kind(signal, || quota(None));

@@ -167,6 +167,10 @@ impl StreamParser for GeminiParser {
     fn set_now(&mut self, now: i64) {
         self.state.clock.now = Some(now);
     }
+
+    fn exit_kind(&self, code: i32) -> Option<FinishKind> {
+        exit_kind(code)
+    }
 }
 
 impl Dialect for State {
@@ -417,5 +421,28 @@ impl super::adapter::Adapter for GeminiAdapter {
             low: (0, 61, 0),
             high: (0, 61, 0),
         })
+    }
+}
+
+/// Gemini CLI's exit codes (0.61.0: `FatalError` subclasses, and the codes seen against a
+/// scripted server): what each means when the stream said nothing of its own.
+pub fn exit_kind(code: i32) -> Option<FinishKind> {
+    let error = |what: &str| {
+        Some(FinishKind::AgentError {
+            message: format!("gemini exited {code}: {what}"),
+        })
+    };
+    match code {
+        // No auth method configured, or credentials refused.
+        41 => Some(FinishKind::Auth),
+        42 => error("input error"),
+        44 => error("sandbox error"),
+        52 => error("configuration error"),
+        53 => Some(FinishKind::MaxTurns),
+        54 => error("tool execution error"),
+        55 => error("the directory is not trusted (pass --skip-trust)"),
+        // Seen on a 429 the CLI gave up on.
+        173 => Some(FinishKind::Transient),
+        _ => None,
     }
 }

@@ -39,6 +39,8 @@ pub mod reset;
 mod wire;
 
 #[cfg(test)]
+mod real_tests;
+#[cfg(test)]
 mod tests;
 
 /// One normalised thing an agent said. One name per idea, whatever the CLI.
@@ -230,6 +232,19 @@ pub trait StreamParser: Send {
     /// limit messages. Call it before feeding lines (cheap); without it only absolute reset
     /// times resolve.
     fn set_now(&mut self, now: i64);
+
+    /// Whether a [`AgentEvent::Finished`] is the CLI's final word for the process, after which
+    /// it should exit (Claude's `result`; Codex's `turn.completed` is not: an `exec` may run
+    /// more turns). A process that lingers past a grace after it is ended as its result says.
+    fn ends_on_finish(&self) -> bool {
+        false
+    }
+
+    /// What a non-zero exit code means for this CLI when its stream gave no ending of its
+    /// own (Gemini's exit-code table). `None`: the code says nothing more than "failed".
+    fn exit_kind(&self, _code: i32) -> Option<FinishKind> {
+        None
+    }
 }
 
 /// The parser for a CLI by its adapter name: `claude`, `codex`, `gemini` or `aider`.

@@ -95,6 +95,11 @@ fn parse_duration(s: &str) -> Option<i64> {
 
 /// A clock time with an optional date and zone. `lower` and `orig` are the same text (ASCII
 /// lowercased and not), so that the zone name keeps its case.
+/// A clock time is printed to the minute ("try again at 7:50 PM"): the reset falls somewhere
+/// in that minute, so it resolves to the minute's end (never early, never a reset that is
+/// already past while the limit still holds).
+const MINUTE_S: i64 = 60;
+
 fn parse_when(lower: &str, orig: &str, now: Option<i64>, local: &TimeZone) -> Option<i64> {
     let mut c = Cursor::new(lower);
     c.skip_ws();
@@ -187,7 +192,8 @@ fn parse_when(lower: &str, orig: &str, now: Option<i64>, local: &TimeZone) -> Op
             .ok()
             .map(|z| z.timestamp().as_second())
     };
-    match (month_day, year) {
+    let round = if has_time { MINUTE_S } else { 0 };
+    let start = match (month_day, year) {
         (Some((m, d)), Some(y)) => {
             at(Date::new(i16::try_from(y).ok()?, m, i8::try_from(d).ok()?).ok()?)
         }
@@ -218,7 +224,8 @@ fn parse_when(lower: &str, orig: &str, now: Option<i64>, local: &TimeZone) -> Op
                 at(today.tomorrow().ok()?)
             }
         }
-    }
+    };
+    start.map(|t| t + round)
 }
 
 fn zone(name: &str) -> Option<TimeZone> {

@@ -695,7 +695,7 @@ fn claude_usage_limit_from_text_only() {
     assert_eq!(
         the_finish(&events).kind,
         FinishKind::QuotaExhausted {
-            resets_at: Some(1_788_278_400) // 2026-09-01T16:00Z
+            resets_at: Some(1_788_278_400 + 60) // 2026-09-01T16:00Z, to the minute's end
         }
     );
     // A synthetic message is not an API call.
@@ -1069,7 +1069,7 @@ fn codex_usage_limit_endings() {
     assert_eq!(
         the_finish(&events).kind,
         FinishKind::QuotaExhausted {
-            resets_at: Some(1_788_276_480) // 2026-09-01T15:28Z
+            resets_at: Some(1_788_276_480 + 60) // 2026-09-01T15:28Z, to the minute's end
         }
     );
     // Without the time, a clock time cannot be placed.
@@ -1092,7 +1092,7 @@ fn codex_usage_limit_endings() {
         ),
         (
             "You've hit your usage limit. Upgrade to Plus to continue using Codex (https://chatgpt.com/explore/plus), or try again at Jul 5th, 2026 8:19 PM.",
-            Some(1_783_282_740),
+            Some(1_783_282_740 + 60),
         ),
         (
             r#"{"type":"error","error":{"type":"usage_limit_reached","message":"The usage limit has been reached","plan_type":"plus","resets_at":1777936568,"resets_in_seconds":13872},"status_code":429}"#,
@@ -1214,17 +1214,18 @@ fn gemini_quota_ending_and_retry_warnings() {
 fn reset_texts() {
     let utc = TimeZone::UTC;
     let cases: &[(&str, Option<i64>)] = &[
+        // A clock time is printed to the minute: it resolves to the minute's end.
         (
             "You've hit your limit · resets 4pm (UTC)",
-            Some(1_788_278_400),
+            Some(1_788_278_400 + 60),
         ),
         // Up to an hour ago still means today; longer ago means tomorrow.
-        ("resets 1:30pm (UTC)", Some(NOW - 1800)),
-        ("resets 12pm (UTC)", Some(NOW - 7200 + 86_400)),
-        ("try again at 3:28 PM.", Some(1_788_276_480)),
+        ("resets 1:30pm (UTC)", Some(NOW - 1800 + 60)),
+        ("resets 12pm (UTC)", Some(NOW - 7200 + 86_400 + 60)),
+        ("try again at 3:28 PM.", Some(1_788_276_480 + 60)),
         (
             "try again at 21:55",
-            Some(1_788_276_480 + 6 * 3600 + 27 * 60),
+            Some(1_788_276_480 + 6 * 3600 + 27 * 60 + 60),
         ),
         (
             "Try again in 5 days 22 hours 11\nminutes.",
@@ -1250,17 +1251,17 @@ fn reset_texts() {
         .expect("the system time zone database (tzdata) is needed for this test");
     assert_eq!(
         reset_from_text("resets Jan 12, 10:59am (America/New_York)", Some(NOW), &utc),
-        Some(1_799_769_540)
+        Some(1_799_769_540 + 60)
     );
     // Local time is the zone given when the text names none.
     assert_eq!(
         reset_from_text("try again at 11:28 AM", Some(NOW), &ny),
-        Some(1_788_276_480)
+        Some(1_788_276_480 + 60)
     );
     // Absolute forms need no clock; relative ones do.
     assert_eq!(
         reset_from_text("try again at Jul 5th, 2026 8:19 PM", None, &utc),
-        Some(1_783_282_740)
+        Some(1_783_282_740 + 60)
     );
     assert_eq!(reset_from_text("try again in 2 hours", None, &utc), None);
 }

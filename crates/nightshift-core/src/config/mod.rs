@@ -441,10 +441,13 @@ impl Config {
 /// The file's directory is the repository root: every path the config names must stay inside
 /// it, symlinks resolved.
 pub fn load(path: &Path) -> Result<Config, ConfigError> {
-    let source = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
-        path: path.to_path_buf(),
-        source,
-    })?;
+    let source =
+        crate::bounded::read_to_string(path, crate::bounded::CONFIG_BYTES).map_err(|source| {
+            ConfigError::Read {
+                path: path.to_path_buf(),
+                source,
+            }
+        })?;
     let root = path.parent().map(|parent| {
         if parent.as_os_str().is_empty() {
             Path::new(".")

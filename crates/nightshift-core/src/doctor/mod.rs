@@ -154,32 +154,48 @@ impl Default for DoctorOptions {
     }
 }
 
-/// Runs every finding in order; `progress` sees each as it is made.
+/// What a doctor pass tells its caller while it works.
+#[derive(Debug, Clone, Copy)]
+pub enum Progress<'a> {
+    /// A finding, the moment it is made.
+    Finding(&'a Finding),
+    /// A check run starts: the `index`-th (1-based) of at most `total` in this pass (the
+    /// determinism runs, then up to three mutants; the total shrinks when fewer are needed),
+    /// and what it is for. The caller times them for an ETA.
+    CheckRun {
+        index: u32,
+        total: u32,
+        what: &'a str,
+    },
+}
+
+/// Runs every finding in order; `progress` sees each as it is made, and every check run as it
+/// starts.
 pub fn doctor(
     ws: &Workspace,
     config: &Config,
     opts: &DoctorOptions,
-    progress: &mut dyn FnMut(&Finding),
+    progress: &mut dyn FnMut(Progress<'_>),
 ) -> Report {
     let mut findings = Vec::new();
-    let mut push = |f: Finding, findings: &mut Vec<Finding>| {
+    let push = |f: Finding, findings: &mut Vec<Finding>, progress: &mut dyn FnMut(Progress<'_>)| {
         let f = gated(config, f);
-        progress(&f);
+        progress(Progress::Finding(&f));
         findings.push(f);
     };
-    push(agent(ws, config, opts.quick), &mut findings);
+    push(agent(ws, config, opts.quick), &mut findings, progress);
     for f in confinement(ws, config) {
-        push(f, &mut findings);
+        push(f, &mut findings, progress);
     }
     for f in git_state(ws, config) {
-        push(f, &mut findings);
+        push(f, &mut findings, progress);
     }
     if !opts.quick {
         let command = opts.check.clone().or_else(|| primary_check(config));
         match command {
             Some(command) => {
-                for f in check_findings(ws, config, &command, opts.determinism_runs) {
-                    push(f, &mut findings);
+                for f in check_findings(ws, config, &command, opts.determinism_runs, progress) {
+                    push(f, &mut findings, progress);
                 }
             }
             None => push(
@@ -190,15 +206,16 @@ pub fn doctor(
                     "set [check] command in nightshift.toml",
                 ),
                 &mut findings,
+                progress,
             ),
         }
     }
     if let Some(f) = unedited_template(config) {
-        push(f, &mut findings);
+        push(f, &mut findings, progress);
     }
-    push(attention_file(ws), &mut findings);
+    push(attention_file(ws), &mut findings, progress);
     for f in notify_channels(&config.notify) {
-        push(f, &mut findings);
+        push(f, &mut findings, progress);
     }
     Report { findings }
 }
@@ -323,12 +340,64 @@ fn agent(ws: &Workspace, config: &Config, quick: bool) -> Finding {
     // `--version` of a `command` agent may be anything: asked only in a full doctor.
     let ask = !quick || config.agent.kind != AgentKind::Command;
     let version = if ask { version_of(&path) } else { None };
-    let detail = match version {
+    let detail = match &version {
         Some(v) => format!("{} ({v})", path.display()),
         None if ask => format!("{} (it did not report a version)", path.display()),
         None => path.display().to_string(),
     };
-    Finding::ok(NAME, GateClass::Safety, detail)
+    if config.agent.kind == AgentKind::Command {
+        return Finding::ok(NAME, GateClass::Safety, detail);
+    }
+    let (notes, untested) = agent_notes(&config.agent, version.as_deref(), |name| {
+        std::env::var_os(name).is_some_and(|v| !v.is_empty())
+    });
+    let detail = format!("{detail}; {notes}");
+    match untested {
+        Some(why) => Finding::warn(
+            NAME,
+            GateClass::Safety,
+            format!("{detail}; {why}"),
+            "run the conformance suite against this version, or install a tested one",
+        ),
+        None => Finding::ok(NAME, GateClass::Safety, detail),
+    }
+}
+
+/// What doctor says about a CLI agent beyond its program: the version against the tested
+/// range, which credential variables are set (names only, never values), and the posture.
+/// The second value says why the version is outside what was tested, if it is.
+pub(crate) fn agent_notes(
+    agent: &crate::config::AgentConfig,
+    version: Option<&str>,
+    is_set: impl Fn(&str) -> bool,
+) -> (String, Option<String>) {
+    let adapter = crate::agent::adapter_for(agent.kind);
+    let mut notes = Vec::new();
+    let mut untested = None;
+    if let Some(range) = adapter.tested() {
+        match version.and_then(crate::agent::adapter::parse_version) {
+            Some(v) if range.contains(v) => notes.push(format!("tested {range}")),
+            Some((a, b, c)) => {
+                notes.push(format!("tested {range}"));
+                untested = Some(format!("version {a}.{b}.{c} is outside the tested {range}"));
+            }
+            None => notes.push(format!("tested {range}; its version is unknown")),
+        }
+    }
+    let names = adapter.credentials();
+    if !names.is_empty() {
+        let set: Vec<&str> = names.iter().copied().filter(|n| is_set(n)).collect();
+        notes.push(if set.is_empty() {
+            format!(
+                "credentials: none of {} is set (the CLI's own login may still work)",
+                names.join(", ")
+            )
+        } else {
+            format!("credentials: {} set", set.join(", "))
+        });
+    }
+    notes.push(format!("posture: {}", adapter.posture(agent)));
+    (notes.join("; "), untested)
 }
 
 fn is_executable(path: &Path) -> bool {
@@ -627,7 +696,16 @@ fn find_locks(dir: &Path, out: &mut Vec<PathBuf>, depth: u32) {
 // ---------------------------------------------------------------------------------------------
 // the check
 
-fn check_findings(ws: &Workspace, config: &Config, command: &str, runs: u32) -> Vec<Finding> {
+/// The most mutants adequacy plants.
+const MUTANTS: usize = 3;
+
+fn check_findings(
+    ws: &Workspace,
+    config: &Config,
+    command: &str,
+    runs: u32,
+    progress: &mut dyn FnMut(Progress<'_>),
+) -> Vec<Finding> {
     let scratch = match Scratch::create(ws, "doctor", &config.seed) {
         Ok(s) => s,
         Err(e) => {
@@ -648,6 +726,13 @@ fn check_findings(ws: &Workspace, config: &Config, command: &str, runs: u32) -> 
     let mut out = Vec::new();
 
     // 1. It starts, and what it says at HEAD.
+    let runs = runs.max(1);
+    let mut total = runs + MUTANTS as u32;
+    progress(Progress::CheckRun {
+        index: 1,
+        total,
+        what: "the check at HEAD",
+    });
     let base = probe::perturbation(Dimension::Baseline, 0, &mut rng, None);
     let first = match probe::run_once(
         command,
@@ -691,6 +776,9 @@ fn check_findings(ws: &Workspace, config: &Config, command: &str, runs: u32) -> 
         return out;
     }
     let green_at_head = verdict.green;
+    if !green_at_head {
+        total = runs; // no mutant is planted in a red check
+    }
     out.push(if green_at_head {
         Finding::ok(
             "check_runs",
@@ -723,8 +811,14 @@ fn check_findings(ws: &Workspace, config: &Config, command: &str, runs: u32) -> 
     // 2. Determinism: more runs, perturbed in rotation, must agree with the first.
     let rotation = [Dimension::Seed, Dimension::Timezone, Dimension::Baseline];
     let mut disagreeing: Vec<String> = Vec::new();
-    for i in 1..runs.max(1) {
+    for i in 1..runs {
         let dim = rotation[((i - 1) as usize) % rotation.len()];
+        let what = format!("determinism run {} of {runs}", i + 1);
+        progress(Progress::CheckRun {
+            index: i + 1,
+            total,
+            what: &what,
+        });
         let p = probe::perturbation(dim, u64::from(i), &mut rng, None);
         match probe::run_once(
             command,
@@ -757,8 +851,7 @@ fn check_findings(ws: &Workspace, config: &Config, command: &str, runs: u32) -> 
             "determinism",
             GateClass::Product,
             format!(
-                "{} runs at HEAD agreed (for a bound on the flake rate, run `nightshift probe`)",
-                runs.max(1)
+                "{runs} runs at HEAD agreed (for a bound on the flake rate, run `nightshift probe`)"
             ),
         )
     } else {
@@ -771,8 +864,30 @@ fn check_findings(ws: &Workspace, config: &Config, command: &str, runs: u32) -> 
         )
     });
 
-    // 3. Adequacy: a planted mutation must turn a green check red.
-    out.push(adequacy(&scratch, command, timeout, green_at_head));
+    // 3. Adequacy: a planted mutation must turn a green check red — by a test failing, not by
+    // a check that runs no test at all.
+    let tests_at_head = crate::engine::verdict::read_results(
+        config,
+        scratch.tree(),
+        &scratch.logs().join("run-1.log"),
+    )
+    .map(|results| (results.tests.len(), results.format));
+    let head = HeadRun {
+        green: green_at_head,
+        duration: end.duration,
+        tests: tests_at_head,
+    };
+    let mut run_progress = |index: u32, total: u32, what: &str| {
+        progress(Progress::CheckRun { index, total, what });
+    };
+    out.push(adequacy(
+        &scratch,
+        command,
+        timeout,
+        &head,
+        runs,
+        &mut run_progress,
+    ));
 
     // 4. Hermeticity: green with the host network must stay green without it.
     if green_at_head && let Some(f) = hermetic(ws, config, &scratch, command, timeout, &base) {
@@ -826,14 +941,42 @@ fn hermetic(
     })
 }
 
-fn adequacy(scratch: &Scratch, command: &str, timeout: Duration, green_at_head: bool) -> Finding {
+/// What the first check run at HEAD showed, for adequacy.
+struct HeadRun {
+    green: bool,
+    duration: Duration,
+    /// How many tests its output (or results file) listed, and in what format; `None` when it
+    /// did not parse.
+    tests: Option<(usize, crate::check::results::Format)>,
+}
+
+fn adequacy(
+    scratch: &Scratch,
+    command: &str,
+    timeout: Duration,
+    head: &HeadRun,
+    runs_before: u32,
+    progress: &mut dyn FnMut(u32, u32, &str),
+) -> Finding {
     const NAME: &str = "adequacy";
-    if !green_at_head {
+    if !head.green {
         return Finding::warn(
             NAME,
             GateClass::Product,
             "not judged: the check is red at HEAD, so a planted mutation cannot be told apart",
             "run `nightshift doctor` again once the check is green",
+        );
+    }
+    if let Some((0, format)) = head.tests {
+        return Finding::fail(
+            NAME,
+            GateClass::Product,
+            HaltReason::CheckInadequate,
+            format!(
+                "the check ran 0 tests at HEAD (its output read as {}): a planted bug could only turn it red by breaking the build",
+                format.as_str()
+            ),
+            "make the check run the tests (is the test directory or filter right?), then run `nightshift doctor` again",
         );
     }
     let git = Git::new(scratch.tree());
@@ -845,7 +988,7 @@ fn adequacy(scratch: &Scratch, command: &str, timeout: Duration, green_at_head: 
             .collect(),
         Err(_) => Vec::new(),
     };
-    let files = mutate::candidates(scratch.tree(), &tracked, command, 3);
+    let files = mutate::candidates(scratch.tree(), &tracked, command, MUTANTS);
     if files.is_empty() {
         return Finding::warn(
             NAME,
@@ -856,7 +999,13 @@ fn adequacy(scratch: &Scratch, command: &str, timeout: Duration, green_at_head: 
     }
     let mut tried = Vec::new();
     let base = probe::perturbation(Dimension::Baseline, 0, &mut Rng::new(0), None);
+    let total = runs_before + files.len() as u32;
     for (i, file) in files.iter().enumerate() {
+        progress(
+            runs_before + i as u32 + 1,
+            total,
+            &format!("mutant {} of {} ({file})", i + 1, files.len()),
+        );
         let path = scratch.tree().join(file);
         let Ok(text) = std::fs::read_to_string(&path) else {
             continue;
@@ -883,6 +1032,22 @@ fn adequacy(scratch: &Scratch, command: &str, timeout: Duration, green_at_head: 
             );
         }
         match result {
+            Ok((_, end)) if end.outcome == Outcome::Timeout => {
+                // Caught, but only by the timeout: the check hung on the bug instead of failing.
+                return Finding::warn(
+                    NAME,
+                    GateClass::Product,
+                    format!(
+                        "a planted mutation was caught only by [check] timeout ({}): the check ran until it was ended instead of failing ({file}: {}); an agent's bug like it costs a whole timeout per iteration",
+                        crate::config::format_duration(timeout),
+                        mutant.description
+                    ),
+                    &format!(
+                        "lower [check] timeout to a few times the check's time at HEAD ({}), or give the tests a timeout of their own",
+                        crate::config::format_duration(head.duration)
+                    ),
+                );
+            }
             Ok((v, _)) if !v.green => {
                 return Finding::ok(
                     NAME,
@@ -1012,6 +1177,38 @@ pub fn attention_file(ws: &Workspace) -> Finding {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn agent_notes_give_version_range_credential_names_and_posture() {
+        let agent = crate::config::AgentConfig {
+            kind: AgentKind::Claude,
+            command: vec![],
+            binary: None,
+            model: None,
+            args: vec![],
+            format: crate::config::OutputFormat::Text,
+            policy: Default::default(),
+        };
+        let (notes, untested) = agent_notes(&agent, Some("2.1.332 (Claude Code)"), |n| {
+            n == "ANTHROPIC_API_KEY"
+        });
+        assert_eq!(
+            notes,
+            "tested 2.1.197–2.1.332; credentials: ANTHROPIC_API_KEY set; posture: \
+             --permission-mode acceptEdits, --allowedTools \
+             Bash,Read,Edit,MultiEdit,Write,NotebookEdit,Glob,Grep,TodoWrite"
+        );
+        assert_eq!(untested, None);
+        let (notes, untested) = agent_notes(&agent, Some("3.0.1"), |_| false);
+        assert!(
+            notes.contains("credentials: none of ANTHROPIC_API_KEY"),
+            "{notes}"
+        );
+        assert_eq!(
+            untested.as_deref(),
+            Some("version 3.0.1 is outside the tested 2.1.197–2.1.332")
+        );
+    }
 
     fn failing(name: &str, class: GateClass, halt: HaltReason) -> Finding {
         Finding::fail(name, class, halt, "x", "y")

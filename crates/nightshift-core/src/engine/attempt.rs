@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use super::review::Reviewer;
 use super::{Engine, EngineError, Journal, io_err, launch, prompt};
 use crate::check;
-use crate::config::{AgentKind, Strategy};
+use crate::config::Strategy;
 use crate::failpoint;
 use crate::git::MergeOutcome;
 use crate::halt::HaltReason;
@@ -19,6 +19,12 @@ use crate::store::{AttemptRow, CheckStage, EventKind, ItemRow, Spend};
 /// Seconds added to a reported reset time before retrying (reset times are whole seconds, and
 /// clocks differ).
 const RESET_MARGIN_SECS: i64 = 2;
+
+/// The shortest wait after a usage limit, doubling with each environmental rerun of the
+/// attempt (5 s, 10 s, … capped at 10 min): a reset in the past never relaunches at once.
+pub(super) fn rate_limit_floor(env_retries: u32) -> i64 {
+    (5i64 << env_retries.min(7)).min(600)
+}
 /// Repair iterations an attempt gets for a conflict with the target's tip.
 const MAX_CONFLICT_REPAIRS: u32 = 1;
 /// Why an attempt whose check is green on the unchanged base ends.
@@ -154,6 +160,11 @@ impl Engine<'_> {
             "review_repair" => self.run_session(item, att, att.iteration + 1),
             "reviewed_ok" => self.prepare_merge(item, att),
             "conflict" => self.start_conflict_repair(item, att),
+            "merge_prepared" | "merge_checking" | "merge_green" | "integrating"
+                if self.merged_is_missing(att)? =>
+            {
+                self.remake_merge(item, att)
+            }
             "merge_prepared" if att.onto.as_deref() == Some(att.base.as_str()) => {
                 self.integrate(att)
             }
@@ -288,16 +299,40 @@ impl Engine<'_> {
         }
         let log = logs.join(format!("{stem}.agent.log"));
         let run_id = self.run_id();
-        let session_id =
-            launch::session_uuid(&run_id, &att.item, att.attempt, iteration, att.nudges);
-        // A nudge resumes the CLI's own session where the CLI can (Claude: the id we chose).
-        let resume = nudge.and(att.agent_session.clone());
+        // A fresh id for every CLI process: Claude refuses a `--session-id` a process already
+        // used ("Session ID … is already in use"), so a rerun must never pass it again.
+        let session_id = launch::session_uuid(
+            &run_id,
+            &att.item,
+            att.attempt,
+            iteration,
+            att.nudges,
+            self.clock.as_ref(),
+        );
+        // The same iteration again (a nudge, a rerun after a usage limit, an API fault, an
+        // operator stop or an engine crash) continues the CLI's own session where it can.
+        let rerun = matches!(att.phase.as_str(), "session" | "session_retry");
+        let adapter = crate::agent::adapter_for(self.config.agent.kind);
+        let resume = match adapter.resume() {
+            crate::agent::ResumeRule::Never => None,
+            _ if !rerun => None,
+            _ => att.agent_session.clone(),
+        };
+        // Journaled before launch. A fresh id is resumable once the CLI reports it.
+        let passed_session = match (&resume, adapter.kind()) {
+            (Some(id), _) => Some(id.clone()),
+            (None, crate::config::AgentKind::Claude) => Some(session_id.clone()),
+            (None, _) => None,
+        };
         self.record(EventKind::SessionStarted {
             item: att.item.clone(),
             attempt: att.attempt,
             iteration,
             log: log.display().to_string(),
+            agent_session: passed_session.clone(),
+            resumed: resume.is_some(),
         })?;
+        let known_session = resume.clone();
         let worktree = PathBuf::from(&att.worktree);
         let spec = launch::spec(launch::SessionSetup {
             agent: &self.config.agent,
@@ -313,7 +348,9 @@ impl Engine<'_> {
         });
         let budget = self.session_budget(item)?;
         let agent = self.config.agent.clone();
-        let end = self.supervise_session(spec, &agent, budget, &att.item, att.attempt)?;
+        let track =
+            (adapter.resume() != crate::agent::ResumeRule::Never).then(|| known_session.clone());
+        let end = self.supervise_session(spec, &agent, budget, &att.item, att.attempt, track)?;
         if end.outcome == Outcome::SpawnFailed {
             // Every item would fail the same way: halt resumable instead of draining the queue.
             return Err(EngineError::Execution {
@@ -352,10 +389,7 @@ impl Engine<'_> {
             turns: t.turns,
             cost_usd: t.cost_usd,
         });
-        let agent_session = match self.config.agent.kind {
-            AgentKind::Claude => Some(resume.unwrap_or(session_id)),
-            _ => None,
-        };
+        let agent_session = end.agent_session.clone().or(passed_session);
         self.record(EventKind::SessionEnded {
             item: att.item.clone(),
             attempt: att.attempt,
@@ -380,6 +414,7 @@ impl Engine<'_> {
         budget: Budget,
         item: &str,
         attempt: u32,
+        track_session: Option<Option<String>>,
     ) -> Result<ProcessEnd, EngineError> {
         let run_id = self.run_id();
         let stall = self.config.gates.mode("stall");
@@ -403,6 +438,7 @@ impl Engine<'_> {
             budget_gate,
             stall_gate: stall,
             notify: &self.config.notify,
+            agent_session: track_session,
         };
         let enforced = packet.enforce_budget;
         let mut failure = None;
@@ -436,11 +472,14 @@ impl Engine<'_> {
             }
             Outcome::RateLimited => {
                 let max = now + self.config.budget.rate_limit_max_wait.as_secs() as i64;
-                // The reported reset plus a margin; without one, a bounded back-off.
+                // The reported reset plus a margin; without one, a bounded back-off. Never
+                // sooner than the floor: a reset already past (or a limit that holds past its
+                // reset) must not relaunch in a tight loop.
                 let until = end
                     .resets_at
                     .map_or(now + 300, |r| r + RESET_MARGIN_SECS)
-                    .clamp(now, max);
+                    .min(max)
+                    .max(now + rate_limit_floor(att.env_retries));
                 self.pause(
                     format!("rate_limited: {} hit its usage limit", att.item),
                     until,
@@ -829,6 +868,11 @@ impl Engine<'_> {
                 None => self.git.commit_tree(&tree, &[&tip], &message)?,
             },
         };
+        // Until it lands, nothing but the journal names this commit: a `git gc --prune=now`
+        // (a user's, a cron's) would delete it, and every later step of the attempt would
+        // fail on the missing object. A ref keeps it alive; teardown deletes it.
+        self.git
+            .set_ref(&merge_ref(&att.item, att.attempt), &commit)?;
         // The next attempt's base is this commit: its tree is known already.
         if tip == att.base {
             let tree = self.tree_of(&candidate)?;
@@ -984,6 +1028,46 @@ impl Engine<'_> {
         Ok(())
     }
 
+    /// Whether the attempt's prepared merge commit is gone from the object store (pruned by a
+    /// concurrent `git gc --prune=now` before its keep-alive ref existed, or by hand).
+    fn merged_is_missing(&self, att: &AttemptRow) -> Result<bool, EngineError> {
+        let Some(merged) = att.merged.as_deref() else {
+            return Ok(false);
+        };
+        Ok(self.git.resolve(merged)?.is_none())
+    }
+
+    /// The prepared merge is gone: make it again from the attempt's candidate (its branch keeps
+    /// that alive), once; when the candidate is gone too, or the new merge vanished as well,
+    /// the attempt fails with the reason (never the engine: the next start would meet the same
+    /// missing object).
+    fn remake_merge(&mut self, item: &ItemRow, att: &AttemptRow) -> Result<(), EngineError> {
+        let candidate = att.candidate.clone().unwrap_or_default();
+        let merged = att.merged.clone().unwrap_or_default();
+        let remade = self
+            .store
+            .attempt_events(
+                &self.run_id(),
+                &att.item,
+                att.attempt,
+                Some("merge_prepared"),
+            )?
+            .len()
+            > 1;
+        if remade || self.git.resolve(&candidate)?.is_none() {
+            return self.fail(
+                att,
+                format!(
+                    "the attempt's commit {} is missing from the repository (a concurrent `git gc \
+                     --prune=now`?); its work is on branch {}",
+                    short(&merged),
+                    att.branch
+                ),
+            );
+        }
+        self.prepare_merge(item, att)
+    }
+
     /// Pauses the run until the user's checkout of the target can take the item: ATTENTION
     /// the first time, then a quiet retry every `fault_backoff` (doubling, at most a minute).
     fn wait_for_checkout(&mut self, why: String) -> Result<(), EngineError> {
@@ -1109,6 +1193,11 @@ impl Engine<'_> {
             att.attempt
         )
     }
+}
+
+/// The ref that keeps an attempt's prepared merge commit alive until it lands.
+pub(super) fn merge_ref(item: &str, attempt: u32) -> String {
+    format!("refs/nightshift/merge/{item}/{attempt}")
 }
 
 /// Whether a file still holds a git conflict marker line.

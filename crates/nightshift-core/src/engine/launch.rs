@@ -46,6 +46,7 @@ pub(super) fn spec(s: SessionSetup<'_>) -> ProcessSpec {
         kill_grace: s.kill_grace,
         log: s.log,
         tail_bytes: s.tail_bytes,
+        log_limit: None,
     }
 }
 
@@ -59,16 +60,26 @@ pub(crate) fn program(agent: &AgentConfig) -> Option<String> {
     crate::agent::adapter::program(agent)
 }
 
-/// A deterministic UUID-shaped session id for one session (so it can be journaled before launch).
+/// A UUID-shaped CLI session id, unique to one process: the session's coordinates plus the
+/// wall clock, this engine's pid and a counter (Claude takes an id once; a rerun of the same
+/// iteration needs a new one, or resumes).
 pub(super) fn session_uuid(
     run: &str,
     item: &str,
     attempt: u32,
     iteration: u32,
     nudge: u32,
+    clock: &dyn crate::clock::Clock,
 ) -> String {
     use sha2::{Digest, Sha256};
-    let digest = Sha256::digest(format!("{run}/{item}/{attempt}/{iteration}/{nudge}").as_bytes());
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+    let now = clock.wall().as_nanosecond();
+    let pid = std::process::id();
+    let digest = Sha256::digest(
+        format!("{run}/{item}/{attempt}/{iteration}/{nudge}/{now}/{pid}/{n}").as_bytes(),
+    );
     let h = crate::session::hex(&digest[..16]);
     format!(
         "{}-{}-4{}-8{}-{}",
@@ -85,11 +96,12 @@ mod tests {
     use super::*;
 
     #[test]
-    fn session_ids_are_uuid_shaped_and_distinct() {
-        let a = session_uuid("r", "i", 1, 1, 0);
+    fn session_ids_are_uuid_shaped_and_never_repeat_for_the_same_iteration() {
+        let clock = crate::clock::SystemClock;
+        let a = session_uuid("r", "i", 1, 1, 0, &clock);
         assert_eq!(a.len(), 36);
         assert_eq!(a.matches('-').count(), 4);
-        assert_ne!(a, session_uuid("r", "i", 1, 2, 0));
-        assert_eq!(a, session_uuid("r", "i", 1, 1, 0));
+        // The same coordinates (a rerun of the iteration) give a new id.
+        assert_ne!(a, session_uuid("r", "i", 1, 1, 0, &clock));
     }
 }

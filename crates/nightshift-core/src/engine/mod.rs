@@ -12,6 +12,7 @@ mod launch;
 mod prompt;
 mod receipt;
 mod review;
+mod space;
 mod teardown;
 mod triage;
 pub(crate) mod verdict;
@@ -256,12 +257,21 @@ pub(crate) struct Journal<'a, 'o> {
     /// The stall gate's mode: in `log`, silence past the grace is a `gate_warned`.
     pub stall_gate: crate::gate::GateMode,
     pub notify: &'a crate::config::NotifyConfig,
+    /// `Some(known)`: journal the CLI's session id when it differs from `known` (a CLI that
+    /// resumes by id); `None`: not tracked (reviews, CLIs without resume).
+    pub agent_session: Option<Option<String>>,
 }
 
 impl Journal<'_, '_> {
     fn record(&mut self, kind: EventKind) -> Result<Event, EngineError> {
-        let at = self.clock.wall().to_string();
-        let event = self.store.record(self.run_id, &at, kind)?;
+        let event = space::record(
+            self.store,
+            self.ws,
+            self.clock,
+            self.notify,
+            self.run_id,
+            kind,
+        )?;
         (self.observe)(&event);
         failpoint::hit(event.kind.name());
         Ok(event)
@@ -365,6 +375,18 @@ impl Journal<'_, '_> {
                     ),
                 })?;
             }
+            SessionEvent::AgentSession { id } => {
+                if let Some(known) = &mut self.agent_session
+                    && known.as_deref() != Some(id.as_str())
+                {
+                    *known = Some(id.clone());
+                    self.record(EventKind::AgentSessionOpened {
+                        item: item.into(),
+                        attempt,
+                        agent_session: id,
+                    })?;
+                }
+            }
             SessionEvent::Stalled { .. } | SessionEvent::RateLimited { .. } => {}
         }
         Ok(())
@@ -387,8 +409,14 @@ impl Engine<'_> {
     /// failpoint of that name.
     fn record(&mut self, kind: EventKind) -> Result<Event, EngineError> {
         let run_id = self.run_id();
-        let at = self.clock.wall().to_string();
-        let event = self.store.record(&run_id, &at, kind)?;
+        let event = space::record(
+            &mut self.store,
+            &self.ws,
+            self.clock.as_ref(),
+            &self.config.notify,
+            &run_id,
+            kind,
+        )?;
         (self.observe)(&event);
         failpoint::hit(event.kind.name());
         // The cached run row (pass, spend, pause) always reflects the journal.
@@ -450,13 +478,39 @@ impl Engine<'_> {
             });
         }
         let mut items = Vec::with_capacity(plan.items.len());
+        // The target's `Nightshift-Item` trailers are the ground truth a lost state database is
+        // rebuilt against: an item the store has no record of, but whose commit is on the
+        // target, shipped already and is not worked again (issue 13).
+        let mut trailers = None;
+        let mut recovered = Vec::new();
         for item in &plan.items {
+            let mut shipped_by = self.store.shipped_by(&item.id)?;
+            if shipped_by.is_none() && !self.store.knows_item(&item.id)? {
+                let shipped = match &trailers {
+                    Some(t) => t,
+                    None => trailers.insert(shipped_on_target(&self.git, &target)?),
+                };
+                if let Some((run, commit)) = shipped.get(&item.id) {
+                    recovered.push(format!("{} ({})", item.id, &commit[..commit.len().min(12)]));
+                    shipped_by = Some(run.clone());
+                }
+            }
             items.push(PlannedItem {
                 id: item.id.clone(),
                 prompt: item.prompt.clone(),
                 check: item.check.clone(),
-                shipped_by: self.store.shipped_by(&item.id)?,
+                shipped_by,
             });
+        }
+        if !recovered.is_empty() {
+            crate::notify::attention(
+                &self.ws,
+                self.clock.as_ref(),
+                &format!(
+                    "the state database has no record of {}, but their Nightshift-Item commits are on {target}: counted as shipped, not worked again",
+                    recovered.join(", ")
+                ),
+            );
         }
         self.run = Some(RunRow {
             id: new_run_id(self.clock.as_ref()),
@@ -521,7 +575,9 @@ impl Engine<'_> {
                     {
                         return self.deadline_stop();
                     }
-                    self.step(item, &attempt)?;
+                    if let Err(e) = self.step(item, &attempt) {
+                        self.step_failed(item, &attempt, e)?;
+                    }
                     continue;
                 }
             }
@@ -538,7 +594,9 @@ impl Engine<'_> {
                 if self.deadline_passed() {
                     return self.deadline_stop();
                 }
-                self.start_attempt(item)?;
+                if let Err(e) = self.start_attempt(item) {
+                    self.wait_if_disk_full(e)?;
+                }
                 continue;
             }
             // An item halted by a guard is not retried: the agent weakened the oracle or
@@ -577,6 +635,88 @@ impl Engine<'_> {
             return Ok(halt);
         }
     }
+}
+
+impl Engine<'_> {
+    /// A step of an attempt failed with an error, not an outcome. The rule (issue 13): an error
+    /// the next engine start would hit again is never answered by a restart.
+    ///
+    /// - A full disk pauses the run until there is space again; the step then runs again.
+    /// - A git, file or session failure before integration fails this attempt with the error as
+    ///   its reason (its work preserved; the item goes round again), and parks the item when
+    ///   its previous attempt failed the same way: one item's deterministic failure parks that
+    ///   item, it never stops the run.
+    /// - Anything else (the store, the run lock, a failure while moving the target, where
+    ///   failing the attempt could ship the work twice) stops the engine as before.
+    fn step_failed(
+        &mut self,
+        item: &ItemRow,
+        att: &crate::store::AttemptRow,
+        error: EngineError,
+    ) -> Result<(), EngineError> {
+        if space::is_disk_full(&error) {
+            return self.wait_if_disk_full(error);
+        }
+        let before_integration = matches!(
+            att.phase.as_str(),
+            "preparing"
+                | "ready"
+                | "session"
+                | "session_retry"
+                | "session_ended"
+                | "committed"
+                | "checking"
+                | "red"
+        );
+        let item_level = matches!(
+            error,
+            EngineError::Git(_) | EngineError::Io { .. } | EngineError::Session(_)
+        );
+        if !(before_integration && item_level) {
+            return Err(error);
+        }
+        let reason = format!("internal error: failed to {}", error_chain(&error));
+        let again = item.reason.as_deref() == Some(reason.as_str());
+        let ended = if again {
+            self.park(att, reason)
+        } else {
+            self.fail(att, reason)
+        };
+        // Failing the attempt failed too: nothing more can be done here.
+        ended.map_err(|_| error)
+    }
+
+    /// Waits out a full disk (see `space`); any other error is returned.
+    fn wait_if_disk_full(&mut self, error: EngineError) -> Result<(), EngineError> {
+        if !space::is_disk_full(&error) {
+            return Err(error);
+        }
+        let run_id = self.run_id();
+        let cause = error_chain(&error);
+        if space::wait_for_space(
+            &self.ws,
+            self.clock.as_ref(),
+            &self.config.notify,
+            &run_id,
+            &cause,
+        ) {
+            Ok(())
+        } else {
+            Err(error)
+        }
+    }
+}
+
+/// An error and its sources, joined with ": ".
+fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(s) = source {
+        text.push_str(": ");
+        text.push_str(&s.to_string());
+        source = s.source();
+    }
+    text
 }
 
 impl Engine<'_> {
@@ -769,6 +909,45 @@ fn starts_session(att: &crate::store::AttemptRow, max_iterations: u32) -> bool {
         "red" => att.iteration < max_iterations,
         _ => false,
     }
+}
+
+/// Items shipped on `target` by nightshift, from the trailers of its commits: item id →
+/// (`Nightshift-Run`, commit), the newest commit per item.
+fn shipped_on_target(
+    git: &Git,
+    target: &str,
+) -> Result<std::collections::HashMap<String, (String, String)>, EngineError> {
+    let out = git.run(&[
+        "log",
+        "--format=%H%x1f%(trailers:key=Nightshift-Item,valueonly,separator=%x1e)%x1f%(trailers:key=Nightshift-Run,valueonly,separator=%x1e)",
+        &format!("refs/heads/{target}"),
+        "--",
+    ])?;
+    let mut shipped = std::collections::HashMap::new();
+    for line in out.lines() {
+        let mut fields = line.split('\u{1f}');
+        let (Some(commit), Some(items), run) = (fields.next(), fields.next(), fields.next()) else {
+            continue;
+        };
+        let run = run
+            .and_then(|r| r.split('\u{1e}').next())
+            .map(str::trim)
+            .filter(|r| !r.is_empty())
+            .unwrap_or("unknown");
+        for item in items
+            .split('\u{1e}')
+            .map(str::trim)
+            .filter(|i| !i.is_empty())
+        {
+            shipped.entry(item.to_owned()).or_insert_with(|| {
+                (
+                    format!("{run} (per its commit on {target})"),
+                    commit.to_owned(),
+                )
+            });
+        }
+    }
+    Ok(shipped)
 }
 
 /// Keeps `.nightshift/` out of `git status` without touching a tracked file: a line in

@@ -257,7 +257,8 @@ impl Engine<'_> {
         ));
         let run_id = self.run_id();
         // A UUID of its own per review session (Claude takes it as `--session-id`).
-        let session_id = launch::session_uuid(&run_id, &r.stem, r.attempt, 0, 0);
+        let session_id =
+            launch::session_uuid(&run_id, &r.stem, r.attempt, 0, 0, self.clock.as_ref());
         let timeout = self
             .config
             .review
@@ -276,7 +277,7 @@ impl Engine<'_> {
             log: log.clone(),
             tail_bytes: 4096,
         });
-        let end = self.supervise_session(spec, r.agent, r.budget, r.item, r.attempt)?;
+        let end = self.supervise_session(spec, r.agent, r.budget, r.item, r.attempt, None)?;
         if end.outcome == Outcome::SpawnFailed {
             return Err(EngineError::Execution {
                 what: format!(
@@ -295,7 +296,8 @@ impl Engine<'_> {
             session::Reach::HoldersAndOrphans,
             Some(self.started_boot),
         );
-        let file_text = std::fs::read_to_string(&verdict_file).ok();
+        let file_text =
+            crate::bounded::read_to_string(&verdict_file, crate::bounded::CONFIG_BYTES).ok();
         let output = tail_of(&log, OUTPUT_SEARCHED);
         let verdict = verdict::read(file_text.as_deref(), &output);
         let spend = end.totals.as_ref().map(|t| Spend {
@@ -606,7 +608,7 @@ pub(super) fn drain_halt(items: &[ItemRow], debt_open: bool) -> HaltReason {
 /// The actions a dev agent listed in its operator file: a JSON array of strings, an object
 /// with `actions`, or one action per line.
 pub(crate) fn operator_actions(path: &Path) -> Vec<String> {
-    let Ok(text) = std::fs::read_to_string(path) else {
+    let Ok(text) = crate::bounded::read_to_string(path, crate::bounded::CONFIG_BYTES) else {
         return Vec::new();
     };
     let from_json = serde_json::from_str::<serde_json::Value>(&text)
@@ -665,9 +667,16 @@ pub(super) fn review_prompt(p: &PromptParts<'_>) -> String {
 
 /// The last `max` bytes of a file, as text (empty if unreadable).
 pub(super) fn tail_of(path: &Path, max: usize) -> String {
-    let bytes = std::fs::read(path).unwrap_or_default();
-    let start = bytes.len().saturating_sub(max);
-    String::from_utf8_lossy(&bytes[start..]).into_owned()
+    // Only the tail is read: a log can be large.
+    use std::io::{Read, Seek, SeekFrom};
+    let Ok(mut file) = std::fs::File::open(path) else {
+        return String::new();
+    };
+    let length = file.metadata().map_or(0, |m| m.len());
+    let _ = file.seek(SeekFrom::Start(length.saturating_sub(max as u64)));
+    let mut bytes = Vec::new();
+    let _ = file.take(max as u64).read_to_end(&mut bytes);
+    String::from_utf8_lossy(&bytes).into_owned()
 }
 
 /// A glob over a repository path: `**` any number of directories, `*` anything but `/`,

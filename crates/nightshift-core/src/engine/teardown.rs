@@ -252,6 +252,12 @@ impl Engine<'_> {
                 if !att.keep_branch {
                     let _ = self.git.delete_branch(&att.branch);
                 }
+                // The prepared merge's keep-alive ref (attempt.rs, `prepare_merge`).
+                let _ = self.git.run(&[
+                    "update-ref",
+                    "-d",
+                    &super::attempt::merge_ref(item, attempt),
+                ]);
                 self.record_for(
                     run_id,
                     EventKind::WorktreeRemoved {

@@ -464,7 +464,13 @@ pub(crate) fn evaluate(
             },
         });
     }
-    verdicts.push(guard::assertions(&files, &tests));
+    // The files the check's own results say hold tests, at the base or now.
+    let from_results: std::collections::BTreeSet<String> = base
+        .into_iter()
+        .chain(results)
+        .flat_map(Results::test_files)
+        .collect();
+    verdicts.push(guard::assertions(&files, &tests, &from_results));
     Ok(verdicts)
 }
 
@@ -480,7 +486,11 @@ pub(crate) fn read_results(
     }
     let bytes = match &config.check.results {
         // Through the worktree's symlinks only while they stay inside it: an agent can make one.
-        Some(file) => std::fs::read(crate::config::resolve_inside(worktree, file).ok()?).ok()?,
+        Some(file) => crate::bounded::read(
+            &crate::config::resolve_inside(worktree, file).ok()?,
+            crate::bounded::RESULTS_BYTES,
+        )
+        .ok()?,
         None => std::fs::read(log).ok()?,
     };
     format.parse(&bytes)

@@ -3,6 +3,13 @@
 //!
 //! Covered languages, by file extension: Rust (`.rs`), Python (`.py`), JavaScript/TypeScript
 //! (`.js .jsx .ts .tsx .mjs .cjs`), Go (`.go`). Other files count nothing (and say so).
+//!
+//! Counted: each language's named forms (Rust `assert*!` macros and `#[should_panic]`; Python
+//! `assert` statements, `self.assert…(`, `pytest.raises(`/`pytest.fail(`; JS `expect(`,
+//! `assert(`, `assert.…`, `.should.`; Go `t.Error…(`/`t.Fatal…(`/`t.Fail…(`, `assert.`,
+//! `require.`), and in every language any call of a name that starts with `assert`
+//! (`assert_to_string(…)`, `assertEqual(…)`, `assert_frame_equal(…)`,
+//! `mock.assert_called_once_with(…)`), a definition (`fn`/`def`/`function`/`func`) excepted.
 //! Lines whose first non-blank characters start a comment (`//`, `#`, `/*`, `*`) are skipped;
 //! a form inside a string literal still counts (a documented, conservative imprecision: it can
 //! only make a weakened suite look stronger when the agent writes assertion text into strings,
@@ -38,6 +45,23 @@ impl Language {
             Language::JavaScript => "JavaScript/TypeScript",
             Language::Go => "Go",
         }
+    }
+}
+
+/// Whether `text` holds tests by its content alone, wherever it lives: a Rust file with
+/// `#[test]` (inline unit tests), a Python file defining a `test_` function or a
+/// `unittest.TestCase` (a `test.py` outside any test directory).
+pub fn holds_tests(language: Language, text: &str) -> bool {
+    match language {
+        Language::Rust => text.contains("#[test]"),
+        Language::Python => {
+            text.contains("unittest.TestCase")
+                || text.lines().any(|l| {
+                    let l = l.trim_start();
+                    l.starts_with("def test_") || l.starts_with("async def test_")
+                })
+        }
+        Language::JavaScript | Language::Go => false,
     }
 }
 
@@ -127,8 +151,8 @@ pub fn count(language: Language, text: &str) -> Counts {
         if language == Language::Python && code.starts_with('#') {
             continue;
         }
-        counts.assertions += occurrences(code, asserts, language);
-        counts.skips += occurrences(code, skips, language);
+        counts.assertions += occurrences(code, asserts, language, true);
+        counts.skips += occurrences(code, skips, language, false);
     }
     counts
 }
@@ -139,7 +163,7 @@ pub fn count(language: Language, text: &str) -> Counts {
 /// The scan is over bytes and compares bytes, never slicing the `str`: a byte offset inside
 /// a multi-byte character (`"1.2.3+4ÿ"`, CJK text) is not a char boundary, and slicing a
 /// `str` there panics. Every form is ASCII, so a byte match is a character match.
-fn occurrences(line: &str, forms: &[&str], language: Language) -> usize {
+fn occurrences(line: &str, forms: &[&str], language: Language, calls: bool) -> usize {
     let bytes = line.as_bytes();
     let mut n = 0;
     let mut i = 0;
@@ -156,18 +180,60 @@ fn occurrences(line: &str, forms: &[&str], language: Language) -> usize {
                         && rest.starts_with(b"should."))
             }
         };
-        let found = at_boundary
-            .then(|| forms.iter().find(|f| rest.starts_with(f.as_bytes())))
-            .flatten();
+        let found = if at_boundary {
+            forms
+                .iter()
+                .find(|f| rest.starts_with(f.as_bytes()))
+                .map(|f| f.len())
+                .or_else(|| {
+                    (calls && !defines(bytes, i))
+                        .then(|| assert_call(rest, language))
+                        .flatten()
+                })
+        } else {
+            None
+        };
         match found {
-            Some(form) => {
+            Some(len) => {
                 n += 1;
-                i += form.len();
+                i += len.max(1);
             }
             None => i += 1,
         }
     }
     n
+}
+
+/// The length of an assertion-like call at the start of `rest`: an identifier that starts
+/// with `assert` (`assert_to_string(`, `assertEqual(`, `assertThat(`, `assert_frame_equal(`),
+/// then `!` in Rust (a macro), then `(`. Helper calls count, not only the language's named
+/// forms: a deleted `assert_to_string(…)` is a deleted assertion.
+fn assert_call(rest: &[u8], language: Language) -> Option<usize> {
+    let tail = rest.strip_prefix(b"assert")?;
+    let name = tail
+        .iter()
+        .take_while(|b| b.is_ascii_alphanumeric() || **b == b'_')
+        .count();
+    let mut at = b"assert".len() + name;
+    if language == Language::Rust && rest.get(at) == Some(&b'!') {
+        at += 1;
+    }
+    (rest.get(at) == Some(&b'(')).then_some(at + 1)
+}
+
+/// Whether the identifier at `at` is being defined (`fn assert_x(`, `def assert_x(`,
+/// `function assertX(`, `func assertX(`), not called.
+fn defines(line: &[u8], at: usize) -> bool {
+    let before = line.get(..at).unwrap_or_default();
+    let before = before.strip_suffix(b" ").unwrap_or(before);
+    [&b"fn"[..], b"def", b"function", b"func"].iter().any(|kw| {
+        before.ends_with(kw)
+            && before
+                .len()
+                .checked_sub(kw.len() + 1)
+                .and_then(|p| before.get(p))
+                .is_none_or(|b| !(b.is_ascii_alphanumeric() || *b == b'_'))
+    })
 }
 
 #[cfg(test)]
@@ -252,6 +318,18 @@ mod tests {
         ] {
             count(language, "é.should.ß expect(ü t.Error(日本 require.");
         }
+    }
+
+    #[test]
+    fn assertion_like_calls_count_per_language_and_definitions_do_not() {
+        let rust = "assert_to_string(a, b);\nfn assert_to_string(a: &str, b: &str) {}\nassert_matches!(x, Some(_));\nmy_assert_x(1);\n";
+        assert_eq!(count(Language::Rust, rust).assertions, 2);
+        let py = "self.assertEqual(a, b)\nassert_frame_equal(x, y)\nm.assert_called_once_with(1)\nwith pytest.raises(E): f()\ndef assert_same(a, b):\n";
+        assert_eq!(count(Language::Python, py).assertions, 4);
+        let js = "expect(a).toBe(b);\nassertDeepEqual(a, b);\nfunction assertDeepEqual(a, b) {}\n";
+        assert_eq!(count(Language::JavaScript, js).assertions, 2);
+        let go = "t.Fatal(err)\nassertEqual(t, a, b)\nrequire.NoError(t, err)\nfunc assertEqual(t *testing.T, a, b int) {}\n";
+        assert_eq!(count(Language::Go, go).assertions, 3);
     }
 
     #[test]

@@ -199,10 +199,16 @@ pub struct FileTexts {
 }
 
 /// `assertions`: the changed test files, together, hold no fewer assertion forms and no more
-/// skip markers than at the base. A test file is one matching `test_paths`, or a Rust file
-/// that holds `#[test]` at the base (inline unit tests). Deleting a test file counts its
-/// assertions as removed.
-pub fn assertions(files: &[FileTexts], test_paths: &PathSet) -> Verdict {
+/// skip markers than at the base. A test file is one matching `test_paths`; one the check's
+/// own results name as holding collected tests (`from_results`, matched as a path suffix, see
+/// [`Results::test_files`]); or, by its content at the base, a Rust file holding `#[test]`
+/// (inline unit tests) or a Python file defining `def test_…` or a `unittest.TestCase`.
+/// Deleting a test file counts its assertions as removed.
+pub fn assertions(
+    files: &[FileTexts],
+    test_paths: &PathSet,
+    from_results: &BTreeSet<String>,
+) -> Verdict {
     let mut before = Counts::default();
     let mut after = Counts::default();
     let mut counted = Vec::new();
@@ -211,12 +217,14 @@ pub fn assertions(files: &[FileTexts], test_paths: &PathSet) -> Verdict {
         let Some(language) = Language::of(&file.path) else {
             continue;
         };
-        let inline_rust = language == Language::Rust
-            && file
-                .before
-                .as_deref()
-                .is_some_and(|t| t.contains("#[test]"));
-        if !test_paths.is_match(&file.path) && !inline_rust {
+        let by_content = file
+            .before
+            .as_deref()
+            .is_some_and(|t| assertions::holds_tests(language, t));
+        let by_results = from_results
+            .iter()
+            .any(|f| file.path == *f || file.path.ends_with(&format!("/{f}")));
+        if !test_paths.is_match(&file.path) && !by_content && !by_results {
             continue;
         }
         let b = file

@@ -1,5 +1,6 @@
 use super::*;
 use crate::check::results::{Format, TestResult, TestState};
+use std::collections::BTreeSet;
 
 fn results(tests: &[(&str, TestState)]) -> Results {
     Results {
@@ -149,6 +150,7 @@ fn deleting_an_assertion_in_a_test_file_fails_and_moving_one_does_not() -> Resul
             after: Some(weaker.into()),
         }],
         &tests,
+        &BTreeSet::new(),
     );
     assert_eq!(v.state, GuardState::Fail, "{}", v.detail);
     assert!(v.detail.contains("2 → 1 assertions"), "{}", v.detail);
@@ -167,6 +169,7 @@ fn deleting_an_assertion_in_a_test_file_fails_and_moving_one_does_not() -> Resul
             },
         ],
         &tests,
+        &BTreeSet::new(),
     );
     assert_eq!(moved.state, GuardState::Pass, "{}", moved.detail);
     // Deleting a whole test file loses its assertions.
@@ -177,6 +180,7 @@ fn deleting_an_assertion_in_a_test_file_fails_and_moving_one_does_not() -> Resul
             after: None,
         }],
         &tests,
+        &BTreeSet::new(),
     );
     assert_eq!(deleted.state, GuardState::Fail);
     // Inline Rust unit tests count; a source file without tests does not.
@@ -194,6 +198,7 @@ fn deleting_an_assertion_in_a_test_file_fails_and_moving_one_does_not() -> Resul
             },
         ],
         &tests,
+        &BTreeSet::new(),
     );
     assert_eq!(inline.state, GuardState::Fail, "{}", inline.detail);
     assert!(
@@ -209,6 +214,7 @@ fn deleting_an_assertion_in_a_test_file_fails_and_moving_one_does_not() -> Resul
             after: None,
         }],
         &tests,
+        &BTreeSet::new(),
     );
     assert_eq!(shell.state, GuardState::Pass);
     assert!(
@@ -217,4 +223,222 @@ fn deleting_an_assertion_in_a_test_file_fails_and_moving_one_does_not() -> Resul
             .contains("no changed test file in a covered language")
     );
     Ok(())
+}
+
+#[test]
+fn helper_assertions_and_test_files_named_by_the_results_are_counted() -> Result<(), String> {
+    let tests = PathSet::new(crate::config::DEFAULT_TEST_PATHS.iter().copied())?;
+    // A Rust helper call, not a macro: its deletion is a deleted assertion.
+    let rust_before = "#[test]\nfn parses() {\n    assert_to_string(\"1.2.3\", \"1.2.3\");\n    assert_to_string(\"1.2.3+4ÿ\", \"1.2.3+4ÿ\");\n}\nfn assert_to_string(a: &str, b: &str) { assert_eq!(v(a).to_string(), b); }\n";
+    let rust_after = "#[test]\nfn parses() {\n    assert_to_string(\"1.2.3\", \"1.2.3\");\n}\nfn assert_to_string(a: &str, b: &str) { assert_eq!(v(a).to_string(), b); }\n";
+    let v = assertions(
+        &[FileTexts {
+            path: "tests/version.rs".into(),
+            before: Some(rust_before.into()),
+            after: Some(rust_after.into()),
+        }],
+        &tests,
+        &BTreeSet::new(),
+    );
+    assert_eq!(v.state, GuardState::Fail, "{}", v.detail);
+    assert!(v.detail.contains("3 → 2 assertions"), "{}", v.detail);
+
+    // `test.py` matches no default pattern; the results name it, and its content says so.
+    let py_before = "import unittest\nclass T(unittest.TestCase):\n    def test_a(self):\n        self.assertEqual(f(), '你好')\n        self.assertEqual(g(), 2)\n        with self.assertRaises(ValueError): h()\n";
+    let py_after = "import unittest\nclass T(unittest.TestCase):\n    def test_a(self):\n        with self.assertRaises(ValueError): h()\n";
+    let file = || FileTexts {
+        path: "test.py".into(),
+        before: Some(py_before.into()),
+        after: Some(py_after.into()),
+    };
+    assert!(!tests.is_match("test.py"));
+    let named = BTreeSet::from(["test.py".to_owned()]);
+    let v = assertions(&[file()], &PathSet::empty(), &named);
+    assert_eq!(v.state, GuardState::Fail, "{}", v.detail);
+    assert!(v.detail.contains("3 → 1 assertions"), "{}", v.detail);
+    let v = assertions(&[file()], &PathSet::empty(), &BTreeSet::new());
+    assert_eq!(v.state, GuardState::Fail, "by content: {}", v.detail);
+    // A results file name matches as a path suffix (a crate's root inside a workspace).
+    let v = assertions(
+        &[FileTexts {
+            path: "crates/semver/tests/cli.rs".into(),
+            before: Some("fn t() { check(1); assert_ok(2); }\n".into()),
+            after: Some("fn t() { check(1); }\n".into()),
+        }],
+        &PathSet::empty(),
+        &BTreeSet::from(["tests/cli.rs".to_owned()]),
+    );
+    assert_eq!(v.state, GuardState::Fail, "{}", v.detail);
+    Ok(())
+}
+
+mod fuzz {
+    //! No file text, path, glob or result set an agent can produce panics a guard. Bounded
+    //! (`PROPTEST_CASES` raises it).
+    use super::*;
+    use proptest::prelude::*;
+
+    fn config() -> ProptestConfig {
+        ProptestConfig {
+            cases: std::env::var("PROPTEST_CASES")
+                .ok()
+                .and_then(|c| c.parse().ok())
+                .unwrap_or(256),
+            failure_persistence: None,
+            ..ProptestConfig::default()
+        }
+    }
+
+    /// Test-file text: assertion and skip forms, non-ASCII text, comments, any character.
+    fn code() -> impl Strategy<Value = String> {
+        const WORDS: &[&str] = &[
+            "assert",
+            "assert!(",
+            "assert_eq!(",
+            "assert_to_string(",
+            "self.assert",
+            "assertEqual(",
+            "pytest.raises(",
+            "expect(",
+            ".should.",
+            "should.",
+            "t.Error(",
+            "require.",
+            "assert.",
+            "#[test]",
+            "#[ignore",
+            "def test_",
+            "fn ",
+            "def ",
+            "function ",
+            "func ",
+            "unittest.TestCase",
+            "it.skip(",
+            "t.Skip(",
+            "//",
+            "#",
+            "/*",
+            "*",
+            "(",
+            "!",
+            "_",
+            ".",
+            " ",
+            "\n",
+            "\t",
+            "ÿ",
+            "1.2.3+4ÿ",
+            "你好",
+            "é",
+            "\0",
+            "\u{feff}",
+            "\r",
+        ];
+        let piece = prop_oneof![
+            4 => proptest::sample::select(WORDS).prop_map(str::to_owned),
+            1 => any::<char>().prop_map(|c| c.to_string()),
+        ];
+        proptest::collection::vec(piece, 0..80).prop_map(|p| p.concat())
+    }
+
+    fn path() -> impl Strategy<Value = String> {
+        const PARTS: &[&str] = &[
+            "tests/",
+            "src/",
+            "test.py",
+            "lib.rs",
+            "x_test.go",
+            "a.test.ts",
+            "ÿ",
+            "你好/",
+            ".",
+            "/",
+            "..",
+            "test_",
+            ".py",
+            ".rs",
+            "",
+            "*",
+            "[",
+            "{",
+            "\\",
+        ];
+        proptest::collection::vec(proptest::sample::select(PARTS), 0..6).prop_map(|p| p.concat())
+    }
+
+    fn results_of() -> impl Strategy<Value = Option<Results>> {
+        let id = prop_oneof![
+            any::<String>(),
+            Just("1 adds".to_owned()),
+            Just("c@doc src/lib.rs - f (line 3)".to_owned()),
+            Just("test.py::T::test_a[ÿ]".to_owned()),
+        ];
+        let state = prop_oneof![Just(Passed), Just(Failed), Just(Skipped)];
+        let format = proptest::sample::select(
+            &[
+                Format::Tap,
+                Format::Libtest,
+                Format::JunitXml,
+                Format::Pytest,
+                Format::Nextest,
+                Format::GoTestJson,
+            ][..],
+        );
+        proptest::option::of(
+            (proptest::collection::vec((id, state), 0..6), format).prop_map(|(tests, format)| {
+                Results {
+                    tests: tests
+                        .into_iter()
+                        .map(|(id, state)| TestResult { id, state })
+                        .collect(),
+                    format,
+                }
+            }),
+        )
+    }
+
+    proptest! {
+        #![proptest_config(config())]
+
+        #[test]
+        fn counting_any_text_never_panics(text in code(), raw in any::<String>()) {
+            for language in [Language::Rust, Language::Python, Language::JavaScript, Language::Go] {
+                let _ = assertions::count(language, &text);
+                let _ = assertions::count(language, &raw);
+                let _ = assertions::holds_tests(language, &text);
+            }
+        }
+
+        #[test]
+        fn the_guards_judge_any_change(
+            files in proptest::collection::vec(
+                (path(), proptest::option::of(code()), proptest::option::of(code())),
+                0..5,
+            ),
+            globs in proptest::collection::vec(path(), 0..4),
+            named in proptest::collection::btree_set(path(), 0..3),
+            base in results_of(),
+            now in results_of(),
+        ) {
+            let texts: Vec<FileTexts> = files
+                .iter()
+                .map(|(path, before, after)| FileTexts {
+                    path: path.clone(),
+                    before: before.clone(),
+                    after: after.clone(),
+                })
+                .collect();
+            let set = PathSet::new(globs.iter().map(String::as_str)).unwrap_or_else(|_| PathSet::empty());
+            let _ = assertions(&texts, &set, &named);
+            let changes: Vec<Change> = files
+                .iter()
+                .map(|(path, _, after)| Change { path: path.clone(), deleted: after.is_none() })
+                .collect();
+            let _ = blocked_paths(&changes, &set);
+            for expect in [Expect::Detected, Expect::Required, Expect::Never] {
+                let _ = test_set(base.as_ref(), now.as_ref(), expect);
+                let _ = skipped(base.as_ref(), now.as_ref(), expect);
+            }
+        }
+    }
 }

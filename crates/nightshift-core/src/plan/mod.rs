@@ -91,8 +91,8 @@ pub fn load(config: &Config, root: &Path) -> Result<Plan, PlanError> {
         .collect();
     if let Some(plan_path) = &config.plan {
         let path = root.join(plan_path);
-        let source =
-            std::fs::read_to_string(&path).map_err(|source| PlanError::Read { path, source })?;
+        let source = crate::bounded::read_to_string(&path, crate::bounded::CONFIG_BYTES)
+            .map_err(|source| PlanError::Read { path, source })?;
         let file_name = plan_path.display().to_string();
         let config_ids: HashSet<&str> = config.items.iter().map(|item| item.id.as_str()).collect();
         for parsed in markdown::parse(&source, &file_name)? {

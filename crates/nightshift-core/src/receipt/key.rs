@@ -180,11 +180,14 @@ pub fn parse_public(text: &str, path: &Path) -> Result<VerifyingKey, KeyError> {
 
 /// Reads a public key file.
 pub fn read_public(path: &Path) -> Result<VerifyingKey, KeyError> {
-    let text = std::fs::read_to_string(path).map_err(|source| KeyError::Io {
-        path: path.into(),
-        what: "read it",
-        source,
-    })?;
+    let text =
+        crate::bounded::read_to_string(path, crate::bounded::CONFIG_BYTES).map_err(|source| {
+            KeyError::Io {
+                path: path.into(),
+                what: "read it",
+                source,
+            }
+        })?;
     parse_public(&text, path)
 }
 

@@ -12,7 +12,7 @@ use sha2::{Digest, Sha256};
 use tokio::io::AsyncReadExt;
 
 use super::budget::{Crossing, Guard};
-use super::{Outcome, ProcessEnd, SessionError, SessionEvent, SessionPacket, hex, sweep};
+use super::{LogLimit, Outcome, ProcessEnd, SessionError, SessionEvent, SessionPacket, hex, sweep};
 use crate::agent::{AgentEvent, FinishKind, Finished, RateLimitState, StreamParser};
 use crate::clock::{Deadline, StallTimer, TICK};
 
@@ -29,7 +29,22 @@ enum Ending {
     Stalled,
     Stopped,
     OverBudget(Crossing),
+    /// The CLI printed its final result but did not exit within the grace.
+    Lingered,
 }
+
+/// CPU time counts as activity only at this rate or above: `CPU_ACTIVE_TICKS` clock ticks
+/// (10 ms each at the usual 100 Hz) within `CPU_WINDOW`, i.e. 2% of one core. Measured on the
+/// real CLIs (2026-12): an idle Claude Code burns one tick every few seconds (longest gap 11 s)
+/// and an idle Codex one every 2–6 s, so over 10 s they stay at or below ~5 ticks; a CLI
+/// thinking locally, or a test suite it runs, burns tens to hundreds. Four times the idle
+/// rate separates the two without mistaking a hung API call for work.
+pub(crate) const CPU_ACTIVE_TICKS: u64 = 20;
+/// The window CPU time is measured over.
+pub(crate) const CPU_WINDOW: Duration = Duration::from_secs(10);
+/// After a Claude `result` line the process should exit; if it lingers (a background job
+/// keeps Claude Code 2.1.332 alive), it is ended after this grace, as completed.
+pub(crate) const RESULT_GRACE: Duration = Duration::from_secs(5);
 
 /// How many distinct permission denials a session reports.
 const MAX_DENIALS: usize = 8;
@@ -58,16 +73,98 @@ struct Collector {
     tail_bytes: usize,
     /// Bytes of the current line written to the log so far.
     line_len: usize,
+    limit: Option<LogLimit>,
+    /// Output bytes written to the log as its head so far.
+    head_written: u64,
+    /// The head is full (and its last line finished): output goes to `cut_tail`.
+    head_closed: bool,
+    /// The latest output past the head, at most `limit.tail` bytes.
+    cut_tail: VecDeque<u8>,
+    /// Output bytes between the head and `cut_tail` that the log will not have.
+    cut: u64,
 }
 
 impl Collector {
+    fn new(log: std::fs::File, tail_bytes: usize, limit: Option<LogLimit>) -> Collector {
+        Collector {
+            log: crate::redact::LineWriter::new(log, crate::redact::Redactor::from_env()),
+            hasher: Sha256::new(),
+            tail: VecDeque::new(),
+            tail_bytes,
+            line_len: 0,
+            limit,
+            head_written: 0,
+            head_closed: false,
+            cut_tail: VecDeque::new(),
+            cut: 0,
+        }
+    }
+
     fn push(&mut self, bytes: &[u8]) {
-        // The log is best effort: a full disk must not kill supervision.
-        self.log_bounded(bytes);
         self.hasher.update(bytes);
         self.tail.extend(bytes);
         let excess = self.tail.len().saturating_sub(self.tail_bytes);
         self.tail.drain(..excess);
+        // The log is best effort: a full disk must not kill supervision.
+        let Some(limit) = self.limit else {
+            self.log_bounded(bytes);
+            return;
+        };
+        let mut rest = bytes;
+        if !self.head_closed {
+            let room =
+                usize::try_from(limit.head.saturating_sub(self.head_written)).unwrap_or(usize::MAX);
+            // Up to the head's size, then on to the end of the line it ends in.
+            let take = if rest.len() <= room {
+                rest.len()
+            } else {
+                rest[room..]
+                    .iter()
+                    .position(|b| *b == b'\n')
+                    .map_or(rest.len(), |i| room + i + 1)
+            };
+            let (head, after) = rest.split_at(take);
+            self.log_bounded(head);
+            self.head_written += head.len() as u64;
+            rest = after;
+            if self.head_written >= limit.head && self.line_len == 0 {
+                self.head_closed = true;
+            }
+        }
+        if rest.is_empty() {
+            return;
+        }
+        self.cut_tail.extend(rest);
+        let excess = self.cut_tail.len().saturating_sub(limit.tail);
+        self.cut_tail.drain(..excess);
+        self.cut += excess as u64;
+    }
+
+    /// Writes what a capped log keeps of the end: the note where output was cut (if it was),
+    /// then the tail from the start of a line.
+    fn finish(&mut self) {
+        if self.limit.is_none() || self.cut_tail.is_empty() {
+            return;
+        }
+        let mut tail: Vec<u8> = std::mem::take(&mut self.cut_tail).into();
+        if self.cut > 0 {
+            let from = tail
+                .iter()
+                .position(|b| *b == b'\n')
+                .map_or(tail.len(), |i| i + 1);
+            self.cut += from as u64;
+            tail.drain(..from);
+            let head_end = if self.line_len > 0 { "\n" } else { "" };
+            let note = format!(
+                "{head_end}[nightshift: {} bytes of output cut here; the log keeps the first {} and the last {} bytes]\n",
+                self.cut,
+                self.head_written,
+                tail.len()
+            );
+            let _ = self.log.write_all(note.as_bytes());
+            self.line_len = 0;
+        }
+        self.log_bounded(&tail);
     }
 
     /// Writes to the log with every line cut at `MAX_LOG_LINE` bytes.
@@ -103,6 +200,10 @@ struct StreamState {
     rejected_resets_at: Option<Option<i64>>,
     /// Tool calls the CLI refused for want of permission: `tool target`.
     denials: Vec<String>,
+    /// The session id the CLI last reported.
+    agent_session: Option<String>,
+    /// A final result line arrived (Claude's `result`): the session is over.
+    final_result: bool,
 }
 
 pub(super) async fn supervise(
@@ -127,13 +228,7 @@ pub(super) async fn supervise(
             path: spec.log.clone(),
             source,
         })?;
-    let mut sink = Collector {
-        log: crate::redact::LineWriter::new(log, crate::redact::Redactor::from_env()),
-        hasher: Sha256::new(),
-        tail: VecDeque::new(),
-        tail_bytes: spec.tail_bytes,
-        line_len: 0,
-    };
+    let mut sink = Collector::new(log, spec.tail_bytes, spec.log_limit);
     let started = Instant::now();
     let Some((program, args)) = spec.argv.split_first() else {
         return Ok(spawn_failed(started, "empty command".into()));
@@ -185,7 +280,9 @@ pub(super) async fn supervise(
     let mut stall = stall_grace.map(|grace| StallTimer::new(clock.as_ref(), grace));
     let mut guard = Guard::new(budget);
     let mut stream = StreamState::default();
-    let mut cpu_seen = 0u64;
+    let mut cpu = CpuWindow::new(clock.boot());
+    // When the stream's final result arrived (the session is over; the process should exit).
+    let mut result_at: Option<Duration> = None;
     let mut files_seen = stall
         .map(|_| sweep::newest_mtime(&spec.cwd))
         .unwrap_or(std::time::SystemTime::UNIX_EPOCH);
@@ -215,6 +312,9 @@ pub(super) async fn supervise(
                     }
                     if let Some(p) = parser.as_mut() {
                         decided = feed(p.as_mut(), &out_buf[..n], &mut stream, &mut guard, enforce_budget, on_event);
+                        if result_at.is_none() && stream.final_result {
+                            result_at = Some(clock.boot());
+                        }
                     }
                 }
                 None => {
@@ -256,13 +356,15 @@ pub(super) async fn supervise(
                     leak_at.as_mut().reset(tokio::time::Instant::now() + LEAK_TIMEOUT);
                 } else if crate::stop::now_requested() {
                     decided = Some(Ending::Stopped);
+                } else if result_at.is_some_and(|at| clock.boot().saturating_sub(at) >= RESULT_GRACE) {
+                    decided = Some(Ending::Lingered);
                 } else if deadline.expired(clock.as_ref()) {
                     decided = Some(Ending::Timeout);
                 } else if let Some(s) = stall.as_mut() {
-                    // Busy without printing is not hung: CPU time of the group counts as activity.
-                    let cpu = pgid.map(|p| sweep::group_cpu_ticks(p.as_raw())).unwrap_or(0);
-                    if cpu > cpu_seen {
-                        cpu_seen = cpu;
+                    // Busy without printing is not hung: CPU time of the group counts as
+                    // activity, above the rate an idle CLI burns (see CPU_ACTIVE_TICKS).
+                    let ticks = pgid.map(|p| sweep::group_cpu_ticks(p.as_raw())).unwrap_or(0);
+                    if cpu.active(ticks, clock.boot()) {
                         s.touch(clock.as_ref());
                     }
                     // Last, the expensive signal: files changed in the worktree since we last
@@ -306,7 +408,21 @@ pub(super) async fn supervise(
         Some(st) => st,
         None => child.wait().await.map_err(SessionError::Wait)?,
     };
+    sink.finish();
     let totals = parser.as_ref().map(|p| p.totals());
+    // A CLI whose stream said nothing about its ending may say it with its exit code.
+    if stream.finish.is_none()
+        && let (Some(p), Some(code)) = (parser.as_ref(), status.code())
+        && code != 0
+        && let Some(kind) = p.exit_kind(code)
+    {
+        stream.finish = Some(Finished {
+            kind,
+            cost_usd: None,
+            turns: None,
+            result_usage: None,
+        });
+    }
     let (outcome, resets_at, fault) = classify(ending.map(|(why, _)| why), &status, &stream);
     Ok(ProcessEnd {
         outcome,
@@ -318,6 +434,7 @@ pub(super) async fn supervise(
         spawn_error: None,
         totals,
         finish: stream.finish,
+        agent_session: stream.agent_session,
         resets_at,
         fault,
         tripped: match ending {
@@ -378,7 +495,15 @@ fn absorb(
             AgentEvent::Usage(_) => spent = true,
             AgentEvent::Finished(f) => {
                 spent = true;
+                stream.final_result |= parser.ends_on_finish();
                 stream.finish = Some(f);
+            }
+            AgentEvent::SessionStarted { session_id, .. }
+                if !session_id.is_empty()
+                    && stream.agent_session.as_deref() != Some(session_id.as_str()) =>
+            {
+                stream.agent_session = Some(session_id.clone());
+                on_event(SessionEvent::AgentSession { id: session_id });
             }
             AgentEvent::PermissionDenied { tool, target } => {
                 let what = match target {
@@ -424,11 +549,21 @@ fn classify(
         Some(Ending::Stalled) => return (Outcome::Stalled, None, None),
         Some(Ending::Stopped) => return (Outcome::Stopped, None, None),
         Some(Ending::OverBudget(_)) => return (Outcome::OverBudget, None, None),
+        // Ended by us after its result: judged by that result, as if it had exited then.
+        Some(Ending::Lingered) => {
+            let (outcome, resets_at, fault) = classify_stream(stream, true);
+            return (outcome, resets_at, fault);
+        }
         None => {}
     }
     if status.signal().is_some() {
         return (Outcome::Crashed, None, None);
     }
+    classify_stream(stream, status.success())
+}
+
+/// The outcome from the CLI's structured account, then from whether it exited 0.
+fn classify_stream(stream: &StreamState, success: bool) -> (Outcome, Option<i64>, Option<String>) {
     match stream.finish.as_ref().map(|f| &f.kind) {
         Some(FinishKind::QuotaExhausted { resets_at }) => {
             let at = resets_at.or(stream.rejected_resets_at.flatten());
@@ -438,7 +573,7 @@ fn classify(
         Some(FinishKind::Auth) => return (Outcome::EnvFault, None, Some("auth".into())),
         _ => {}
     }
-    if let (Some(resets_at), false) = (stream.rejected_resets_at, status.success()) {
+    if let (Some(resets_at), false) = (stream.rejected_resets_at, success) {
         return (Outcome::RateLimited, resets_at, None);
     }
     let finished_ok = matches!(
@@ -453,10 +588,39 @@ fn classify(
             Some(stream.denials.join("; ")),
         );
     }
-    if status.success() {
+    if success {
         (Outcome::Completed, None, None)
     } else {
         (Outcome::Failed, None, None)
+    }
+}
+
+/// CPU time of the process group, judged per window against [`CPU_ACTIVE_TICKS`].
+struct CpuWindow {
+    start: Duration,
+    ticks_at_start: Option<u64>,
+}
+
+impl CpuWindow {
+    fn new(now: Duration) -> CpuWindow {
+        CpuWindow {
+            start: now,
+            ticks_at_start: None,
+        }
+    }
+
+    /// Whether the group burned at least the threshold since the window began; a new window
+    /// begins when it did, or when the window is over.
+    fn active(&mut self, ticks: u64, now: Duration) -> bool {
+        let base = *self.ticks_at_start.get_or_insert(ticks);
+        let burned = ticks.saturating_sub(base);
+        let over = now.saturating_sub(self.start) >= CPU_WINDOW;
+        let active = burned >= CPU_ACTIVE_TICKS;
+        if active || over {
+            self.start = now;
+            self.ticks_at_start = Some(ticks);
+        }
+        active
     }
 }
 
@@ -514,6 +678,7 @@ fn spawn_failed(started: Instant, error: String) -> ProcessEnd {
         spawn_error: Some(error),
         totals: None,
         finish: None,
+        agent_session: None,
         resets_at: None,
         fault: None,
         tripped: None,
@@ -539,4 +704,24 @@ mod os {
 #[cfg(not(target_os = "linux"))]
 mod os {
     pub(super) fn harden(_cmd: &mut tokio::process::Command) {}
+}
+
+#[cfg(test)]
+mod cpu_tests {
+    use super::*;
+
+    #[test]
+    fn cpu_counts_as_activity_only_above_the_idle_rate() {
+        let s = Duration::from_secs;
+        let mut w = CpuWindow::new(s(0));
+        assert!(!w.active(100, s(0)), "the first reading is the base");
+        // An idle CLI: a tick every 2 s, 5 ticks in the window: never active.
+        for (i, t) in (2..=10).step_by(2).enumerate() {
+            assert!(!w.active(101 + i as u64, s(t)), "idle tick at {t}s");
+        }
+        // The window rolled over at 10 s; a burst of 20 ticks is work.
+        assert!(!w.active(110, s(11)));
+        assert!(w.active(130, s(12)));
+        assert!(!w.active(131, s(13)), "a new window starts after activity");
+    }
 }

@@ -86,6 +86,17 @@ pub struct ProcessSpec {
     pub log: PathBuf,
     /// How many trailing bytes of output to keep in memory.
     pub tail_bytes: usize,
+    /// A cap on what the log keeps (checks); `None`: every line, each cut at 256 KiB (agents).
+    pub log_limit: Option<LogLimit>,
+}
+
+/// What a capped log keeps: the first `head` bytes of output (to the end of the line they end
+/// in) and the last `tail` bytes (from the start of a line), with one line saying how much was
+/// cut between them. Memory holds at most `tail` bytes for it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LogLimit {
+    pub head: u64,
+    pub tail: usize,
 }
 
 /// Everything one agent session needs: the process, how to read it, and what bounds it.
@@ -115,6 +126,9 @@ pub enum SessionEvent {
     Stalled { silence: Duration },
     /// The CLI reported its usage limit as reached.
     RateLimited { resets_at: Option<i64> },
+    /// The CLI named its session (Claude `system/init`, Codex `thread.started`): what a
+    /// resume takes. Reported once per distinct id.
+    AgentSession { id: String },
 }
 
 /// How a process ended, with what it said.
@@ -134,6 +148,8 @@ pub struct ProcessEnd {
     pub totals: Option<SessionTotals>,
     /// The CLI's own account of its ending, when it gave one.
     pub finish: Option<Finished>,
+    /// The session id the CLI last reported (what its resume takes).
+    pub agent_session: Option<String>,
     /// For `RateLimited`: when the limit resets (epoch seconds), if the CLI said.
     pub resets_at: Option<i64>,
     /// For `EnvFault`: `transient` or `auth`; for `PermissionDenied`: what was refused

@@ -15,6 +15,7 @@ fn spec(dir: &std::path::Path, script: &str, timeout: Duration) -> ProcessSpec {
         tail_bytes: 8,
         env_allow: None,
         stdin: None,
+        log_limit: None,
     }
 }
 
@@ -267,4 +268,69 @@ fn an_allowlisted_environment_hides_the_rest_and_stdin_carries_the_prompt() {
         .filter(|n| !["HOME", "PATH", "GREETING"].contains(n) && !shell_own.contains(n))
         .collect();
     assert!(extra.is_empty(), "not allowed but passed: {extra:?}");
+}
+
+#[test]
+fn a_capped_log_keeps_whole_lines_of_the_head_and_the_tail_and_says_what_was_cut() {
+    let dir = tempfile::tempdir().unwrap();
+    // 1000 lines of 10 bytes: `line 0000\n` … `line 0999\n`.
+    let mut s = spec(
+        dir.path(),
+        "i=0; while [ $i -lt 1000 ]; do printf 'line %04d\\n' $i; i=$((i+1)); done",
+        Duration::from_secs(60),
+    );
+    s.log_limit = Some(LogLimit { head: 95, tail: 55 });
+    let end = run(&s).unwrap();
+    assert_eq!(end.outcome, Outcome::Completed);
+    let log = std::fs::read_to_string(dir.path().join("out.log")).unwrap();
+    let lines: Vec<&str> = log.lines().collect();
+    // The head: whole lines to the end of the one the 95th byte is in.
+    let head: Vec<String> = (0..10).map(|i| format!("line {i:04}")).collect();
+    assert_eq!(lines[..10], head[..], "{log}");
+    assert!(
+        lines[10].starts_with("[nightshift: ") && lines[10].contains("bytes of output cut here"),
+        "{log}"
+    );
+    // The tail: whole lines only (the partial first one dropped), up to the last.
+    let tail: Vec<String> = (995..1000).map(|i| format!("line {i:04}")).collect();
+    assert_eq!(lines[11..], tail[..], "{log}");
+    // The note's figures add up, and the fingerprint is of all the output.
+    assert!(lines[10].contains("9850 bytes"), "{}", lines[10]);
+    let full: String = (0..1000).map(|i| format!("line {i:04}\n")).collect();
+    assert_eq!(end.output_sha256, hex(&Sha256::digest(full.as_bytes())));
+}
+
+#[test]
+fn output_that_fits_the_cap_is_logged_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = spec(dir.path(), "printf 'a\\nb\\nc\\n'", Duration::from_secs(60));
+    s.log_limit = Some(LogLimit { head: 2, tail: 4 });
+    run(&s).unwrap();
+    let log = std::fs::read_to_string(dir.path().join("out.log")).unwrap();
+    assert_eq!(log, "a\nb\nc\n");
+}
+
+#[test]
+fn a_gemini_exit_code_without_a_stream_ending_is_classified() {
+    let dir = tempfile::tempdir().unwrap();
+    // Gemini 0.61.0 with no credentials: a line on stderr, exit 41, no stream.
+    let script = format!(
+        "cat '{}' >&2; exit 41",
+        real("gemini_no_credentials_exit41.stderr.txt").display()
+    );
+    let packet = |script: &str| SessionPacket {
+        spec: spec(dir.path(), script, Duration::from_secs(60)),
+        parser: crate::agent::parser_for("gemini"),
+        stall_grace: None,
+        budget: Budget::default(),
+        enforce_budget: true,
+        log_stall: false,
+        clock: Arc::new(SystemClock),
+    };
+    let end = run_session(packet(&script), &mut |_| {}).unwrap();
+    assert_eq!(end.outcome, Outcome::EnvFault);
+    assert_eq!(end.fault.as_deref(), Some("auth"));
+    // An exit code the table does not know stays a failure.
+    let end = run_session(packet("exit 3"), &mut |_| {}).unwrap();
+    assert_eq!(end.outcome, Outcome::Failed);
 }

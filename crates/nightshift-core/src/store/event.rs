@@ -111,6 +111,21 @@ pub enum EventKind {
         attempt: u32,
         iteration: u32,
         log: String,
+        /// The CLI session this process uses, when known before launch: the session it
+        /// resumes, or Claude's fresh `--session-id` (unique to this process).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        agent_session: Option<String>,
+        /// Whether `agent_session` is resumed. A fresh id becomes resumable only once the CLI
+        /// reports it (`agent_session_opened`): a crash before that starts afresh.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        resumed: bool,
+    },
+    /// The CLI reported its own session id mid-session (Codex's `thread.started`), so a rerun
+    /// after a crash can resume it.
+    AgentSessionOpened {
+        item: String,
+        attempt: u32,
+        agent_session: String,
     },
     SessionEnded {
         item: String,
@@ -423,6 +438,7 @@ impl EventKind {
             EventKind::WorktreeReady { .. } => "worktree_ready",
             EventKind::SessionStarted { .. } => "session_started",
             EventKind::SessionEnded { .. } => "session_ended",
+            EventKind::AgentSessionOpened { .. } => "agent_session_opened",
             EventKind::SessionNudged { .. } => "session_nudged",
             EventKind::BudgetWarned { .. } => "budget_warned",
             EventKind::BudgetTripped { .. } => "budget_tripped",
@@ -466,6 +482,7 @@ impl EventKind {
             | EventKind::WorktreeReady { item, attempt }
             | EventKind::SessionStarted { item, attempt, .. }
             | EventKind::SessionEnded { item, attempt, .. }
+            | EventKind::AgentSessionOpened { item, attempt, .. }
             | EventKind::SessionNudged { item, attempt, .. }
             | EventKind::BudgetWarned { item, attempt, .. }
             | EventKind::BudgetTripped { item, attempt, .. }

@@ -76,12 +76,27 @@ pub fn apply(
             item,
             attempt,
             iteration,
+            agent_session,
+            resumed,
             ..
         } => {
             set_phase(tx, run_id, item, *attempt, "session")?;
+            // The session a rerun may resume: the one this process continues, else none until
+            // the CLI reports its own (never a session of another iteration).
+            let resumable = agent_session.as_deref().filter(|_| *resumed);
             tx.execute(
-                "UPDATE attempts SET iteration = ?4 WHERE run_id = ?1 AND item = ?2 AND attempt = ?3",
-                params![run_id, item, attempt, iteration],
+                "UPDATE attempts SET iteration = ?4, agent_session = ?5 WHERE run_id = ?1 AND item = ?2 AND attempt = ?3",
+                params![run_id, item, attempt, iteration, resumable],
+            )?;
+        }
+        EventKind::AgentSessionOpened {
+            item,
+            attempt,
+            agent_session,
+        } => {
+            tx.execute(
+                "UPDATE attempts SET agent_session = ?4 WHERE run_id = ?1 AND item = ?2 AND attempt = ?3",
+                params![run_id, item, attempt, agent_session],
             )?;
         }
         EventKind::SessionEnded {

@@ -1,7 +1,7 @@
 //! `nightshift doctor`: the preconditions of an unattended run, each a gate; and the quick
 //! doctor `run` passes before it starts.
 
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 
 use nightshift_core::config::{self, Config};
 use nightshift_core::doctor::{self, DoctorOptions, Finding, Report, Status};
@@ -38,14 +38,25 @@ pub fn run(args: &DoctorArgs) -> CommandResult {
         check: args.check.clone(),
     };
     let json = args.json;
-    let mut progress = |f: &Finding| {
-        if !json {
-            let mut out = std::io::stdout().lock();
-            crate::out::note_stdout(write!(out, "{}", finding_lines(f)));
-            crate::out::note_stdout(out.flush());
+    // Findings go to stdout as they are made; the check runs' progress (with an ETA) to stderr.
+    let mut meter = crate::meter::Meter::new("doctor", std::io::stderr().is_terminal());
+    let mut progress = |event: doctor::Progress<'_>| match event {
+        doctor::Progress::Finding(f) => {
+            meter.clear();
+            if !json {
+                let mut out = std::io::stdout().lock();
+                crate::out::note_stdout(write!(out, "{}", finding_lines(f)));
+                crate::out::note_stdout(out.flush());
+            }
+        }
+        doctor::Progress::CheckRun { index, total, what } => {
+            if !json {
+                meter.update(u64::from(index - 1), u64::from(total), what);
+            }
         }
     };
     let report = doctor::doctor(&ws, &config, &opts, &mut progress);
+    drop(meter);
     let code = report.exit_code();
     let halt = report.refusal().and_then(|f| f.halt);
     if json {

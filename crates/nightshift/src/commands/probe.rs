@@ -1,7 +1,7 @@
 //! `nightshift probe`: is the oracle trustworthy? Repeated, perturbed check runs on HEAD; the
 //! achieved bound on the flake rate, or exit 14 naming the dimension that broke it.
 
-use std::io::{IsTerminal, Write};
+use std::io::IsTerminal;
 
 use nightshift_core::check::probe::{self, ProbeOptions, ProbeRun};
 use nightshift_core::check::stats;
@@ -97,33 +97,29 @@ pub fn run(args: &ProbeArgs) -> CommandResult {
             eoutln!("probe: note: uncommitted changes are not probed (the check runs on HEAD)");
         }
     }
+    let mut meter = crate::meter::Meter::new("probe", tty);
+    if !json {
+        meter.update(0, runs, "");
+    }
     let mut progress = |run: &ProbeRun, total: u64| {
         if json {
             return;
         }
-        let mut err = std::io::stderr().lock();
-        if tty {
-            let _ = write!(
-                err,
-                "\r\x1b[2K[{}/{}] {} {} → {}",
-                run.index,
-                total,
-                run.dimension,
-                run.setting,
-                if run.verdict.green { "green" } else { "red" }
-            );
-            let _ = err.flush();
-        } else if run.index.is_multiple_of(25) || run.index == total {
-            let _ = writeln!(err, "[{}/{}] runs done", run.index, total);
-        }
+        // A probe can stop early (a split settles it): the ETA is for all planned runs.
+        let last = format!(
+            "run {} ({} {}) {}",
+            run.index,
+            run.dimension,
+            run.setting,
+            if run.verdict.green { "green" } else { "red" }
+        );
+        meter.update(run.index, total, &last);
     };
     let report = probe::probe(&ws, &opts, &mut progress).map_err(|e| {
         CommandError::new(ExitClass::Workspace, format!("probe: {}", chain(&e)))
             .hint("the probe needs a commit at HEAD and the [worktree] seed files")
     })?;
-    if tty && !json {
-        eoutln!();
-    }
+    drop(meter);
     let code = report.halt.map_or(0, |h| h.class().code());
     if json {
         let out = ProbeOutput {

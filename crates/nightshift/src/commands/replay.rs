@@ -21,7 +21,11 @@ use crate::error::{CommandError, chain};
 use crate::json::{REPLAY_VERSION, Replay};
 
 pub fn run(args: &ReplayArgs) -> CommandResult {
-    let text = std::fs::read_to_string(&args.receipt).map_err(|e| {
+    let text = nightshift_core::bounded::read_to_string(
+        &args.receipt,
+        nightshift_core::bounded::RECEIPT_BYTES,
+    )
+    .map_err(|e| {
         CommandError::new(
             ExitClass::Invariant,
             format!("read the receipt {}: {e}", args.receipt.display()),

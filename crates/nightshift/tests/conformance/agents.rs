@@ -117,8 +117,10 @@ pub fn point_at_server(agent: &Agent, url: &str, home: &Path, auth: Auth) -> Vec
                 Auth::ApiKey => set("ANTHROPIC_API_KEY", "sk-ant-conformance"),
                 Auth::Subscription => set("CLAUDE_CODE_OAUTH_TOKEN", "sk-ant-oat01-conformance"),
             }
-            // No telemetry or update checks against the real network.
+            // No telemetry or update checks against the real network; one retry of a failed
+            // request, not ten (a 401 or 5xx otherwise takes ~3 minutes to surface).
             set("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1");
+            set("CLAUDE_CODE_MAX_RETRIES", "1");
             set("DISABLE_AUTOUPDATER", "1");
         }
         "codex" => {
@@ -137,7 +139,8 @@ pub fn point_at_server(agent: &Agent, url: &str, home: &Path, auth: Auth) -> Vec
             let _ = std::fs::create_dir_all(&dir);
             let _ = std::fs::write(
                 dir.join("settings.json"),
-                r#"{"security":{"auth":{"selectedType":"gemini-api-key"}},"privacy":{"usageStatisticsEnabled":false},"general":{"disableAutoUpdate":true}}"#,
+                // Two attempts per request, not ten (a 5xx otherwise takes ~5 minutes to surface).
+                r#"{"security":{"auth":{"selectedType":"gemini-api-key"}},"privacy":{"usageStatisticsEnabled":false},"general":{"disableAutoUpdate":true,"maxAttempts":2}}"#,
             );
             set("GOOGLE_GEMINI_BASE_URL", url);
             set("GEMINI_API_KEY", "conformance-key");

@@ -139,26 +139,49 @@ impl Case {
     }
 
     /// Follows the journal live (`nightshift log --json -f`): a handshake with the engine.
+    /// A follower that ends early (it started while the store was being created, or the run
+    /// finished) is started again; events are delivered once each, in journal order.
     pub fn follow(&self) -> Follower {
-        let mut child = self
-            .cmd(&["log", "--json", "-f"])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("nightshift log -f");
-        let stdout = child.stdout.take().expect("piped");
+        let mut cmd = self.cmd(&["log", "--json", "-f"]);
+        cmd.stdout(Stdio::piped()).stderr(Stdio::null());
         let (tx, rx) = mpsc::channel();
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let child: std::sync::Arc<std::sync::Mutex<Option<Child>>> = Default::default();
+        let (stop2, child2) = (stop.clone(), child.clone());
         std::thread::spawn(move || {
-            for line in std::io::BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                if let Ok(v) = serde_json::from_str::<Value>(&line)
-                    && tx.send(v).is_err()
-                {
-                    break;
+            let mut last_seq = 0;
+            while !stop2.load(std::sync::atomic::Ordering::SeqCst) {
+                let Ok(mut c) = cmd.spawn() else { break };
+                let Some(stdout) = c.stdout.take() else { break };
+                *child2
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(c);
+                for line in std::io::BufReader::new(stdout).lines() {
+                    let Ok(line) = line else { break };
+                    let Ok(v) = serde_json::from_str::<Value>(&line) else {
+                        continue;
+                    };
+                    let seq = v["seq"].as_i64().unwrap_or(0);
+                    if seq <= last_seq {
+                        continue;
+                    }
+                    last_seq = seq;
+                    if tx.send(v).is_err() {
+                        return;
+                    }
                 }
+                if let Some(mut c) = child2
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .take()
+                {
+                    let _ = c.wait();
+                }
+                // `log -f` ended (no store yet, or the run finished): look again shortly.
+                std::thread::sleep(Duration::from_millis(200));
             }
         });
-        Follower { child, rx }
+        Follower { child, stop, rx }
     }
 
     pub fn fail(&mut self, why: impl Into<String>) {
@@ -249,7 +272,8 @@ impl Case {
 
 /// `nightshift log --json -f`, read on a thread.
 pub struct Follower {
-    child: Child,
+    child: std::sync::Arc<std::sync::Mutex<Option<Child>>>,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
     rx: mpsc::Receiver<Value>,
 }
 
@@ -270,8 +294,16 @@ impl Follower {
 
 impl Drop for Follower {
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        self.stop.store(true, std::sync::atomic::Ordering::SeqCst);
+        if let Some(mut c) = self
+            .child
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take()
+        {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
     }
 }
 

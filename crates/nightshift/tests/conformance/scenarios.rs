@@ -108,17 +108,20 @@ fn runaway(agent: &Agent) -> Row {
     );
     let out = c.run();
     let events = c.measure();
-    let trip = events
-        .iter()
-        .find(|e| e["kind"] == "budget_tripped")
-        .and_then(at);
-    match trip {
-        Some(trip) => {
+    // The trip, and the end of the session it tripped (later attempts are not counted).
+    let trip = events.iter().find(|e| e["kind"] == "budget_tripped");
+    let end = trip.and_then(|t| {
+        events
+            .iter()
+            .find(|e| is_session_end(e) && e["seq"].as_i64() > t["seq"].as_i64())
+    });
+    match (trip.and_then(at), end.and_then(at)) {
+        (Some(trip), Some(end)) => {
             let after = c
                 .server
                 .served()
                 .iter()
-                .filter(|s| s.turn && s.at > trip)
+                .filter(|s| s.turn && s.at > trip && s.at <= end)
                 .count();
             c.row.after_trip = Some(after);
             c.check(
@@ -126,8 +129,8 @@ fn runaway(agent: &Agent) -> Row {
                 format!("{after} model requests served after the trip"),
             );
         }
-        None => c.fail(format!(
-            "no budget_tripped ({} model requests served)",
+        _ => c.fail(format!(
+            "no budget_tripped and session end ({} model requests served)",
             c.server.turns()
         )),
     }
@@ -162,9 +165,10 @@ fn stall(agent: &Agent) -> Row {
     let out = c.run();
     let events = c.measure();
     let onset = c.server.served().iter().find(|s| s.turn).map(|s| s.at);
+    // The first attempt's last session: stalled, after its nudges.
     let stalled = events
         .iter()
-        .rfind(|e| is_session_end(e) && e["outcome"] == "stalled")
+        .rfind(|e| is_session_end(e) && e["attempt"] == 1 && e["outcome"] == "stalled")
         .and_then(at);
     match (onset, stalled) {
         (Some(onset), Some(end)) => {

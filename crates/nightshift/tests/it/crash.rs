@@ -129,12 +129,35 @@ fn sigkill_at_every_transition_then_resume_ships_each_item_exactly_once() {
     );
 }
 
-/// The matrix is computed, not hand-kept: every kind the crash plan journals has its point.
-#[test]
-fn the_crash_points_cover_every_event_the_crash_plan_journals() {
-    let repo = crash_repo();
+/// The points of the operator pause (their own test below).
+const PAUSE_POINTS: &[&str] = &["run_paused", "run_unpaused"];
+
+/// The points a reviewed plan adds.
+const REVIEW_POINTS: &[&str] = &["review_started", "review_ended", "review_decided"];
+
+/// Items `a` and `b` ship, each after an approving review (a shell script reviewer).
+fn review_repo() -> Repo {
+    let repo = Repo::new(&project());
+    repo.agent("a", &solves("a"));
+    repo.agent("b", &solves("b"));
+    let script = repo.agent_dir.join("review.sh");
+    std::fs::write(
+        &script,
+        r#"printf '%s\n' '{"verdict": "approve", "reason": "looks right", "findings": []}' > "$NIGHTSHIFT_VERDICT_FILE""#,
+    )
+    .unwrap();
+    repo.configure(&format!(
+        "{}\n[agent.review]\ncommand = [\"sh\", \"{}\"]\n\n[review]\nwhen = \"always\"\n",
+        plan(&repo, &["a", "b"], 2, 1),
+        script.display()
+    ));
+    repo
+}
+
+/// The kinds a plan journals when nothing goes wrong.
+fn journaled_kinds(repo: &Repo, code: i32) -> Vec<&'static str> {
     let out = repo.run(&["run"]);
-    assert_eq!(out.status.code(), Some(11), "{}", text(&out));
+    assert_eq!(out.status.code(), Some(code), "{}", text(&out));
     let mut kinds: Vec<&str> = repo
         .store()
         .events_after(0, 100_000)
@@ -144,11 +167,67 @@ fn the_crash_points_cover_every_event_the_crash_plan_journals() {
         .collect();
     kinds.sort_unstable();
     kinds.dedup();
+    kinds
+}
+
+/// The matrix is computed, not hand-kept: every kind the crash plans journal has its point.
+#[test]
+fn the_crash_points_cover_every_event_the_crash_plan_journals() {
+    let kinds = journaled_kinds(&crash_repo(), 11);
     let missing: Vec<_> = kinds.iter().filter(|k| !POINTS.contains(k)).collect();
     assert!(
         missing.is_empty(),
         "no failpoint in the matrix for {missing:?}"
     );
+    let kinds = journaled_kinds(&review_repo(), 10);
+    let missing: Vec<_> = kinds
+        .iter()
+        .filter(|k| !POINTS.contains(k) && !REVIEW_POINTS.contains(k))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "no failpoint in the review matrix for {missing:?}"
+    );
+}
+
+/// A reviewed plan, killed once at each review transition under the supervisor: the same run
+/// resumes, each item ships exactly once, nothing follows `run_finished`.
+#[test]
+fn sigkill_at_every_review_transition_under_the_supervisor_resumes_the_same_run() {
+    for point in REVIEW_POINTS {
+        for nth in [1, 2] {
+            let spec = format!("{point}@{nth}");
+            let repo = review_repo();
+            let once = repo.agent_dir.join("failpoint-fired");
+            let out = repo
+                .cmd(&["run"])
+                .env(failpoint::ENV, &spec)
+                .env(failpoint::ONCE_ENV, &once)
+                .output()
+                .unwrap();
+            assert_eq!(out.status.code(), Some(10), "{spec}\n{}", text(&out));
+            assert!(once.exists(), "{spec}: the failpoint was never reached");
+            let kinds: Vec<&'static str> = repo
+                .store()
+                .events_after(0, 100_000)
+                .unwrap()
+                .iter()
+                .map(|e| e.kind.name())
+                .collect();
+            assert_eq!(
+                kinds.iter().filter(|k| **k == "run_started").count(),
+                1,
+                "{spec}: {kinds:?}"
+            );
+            assert_eq!(
+                kinds.iter().position(|k| *k == "run_finished"),
+                Some(kinds.len() - 1),
+                "{spec}: {kinds:?}"
+            );
+            assert_eq!(repo.shipped_items(), ["a", "b"], "{spec}");
+            repo.assert_clean_end();
+        }
+    }
 }
 
 /// The same matrix under the supervisor (`nightshift run`): the engine dies once at the point
@@ -246,4 +325,80 @@ fn an_engine_killed_mid_session_leaves_no_orphan_and_the_session_runs_again() {
         .count();
     assert_eq!(sessions, 2, "the interrupted session ran again, once");
     repo.assert_clean_end();
+}
+
+/// The operator pause's transitions, killed once each under the supervisor: the restarted
+/// engine resumes the same run, still paused until `nightshift resume`, then finishes it.
+#[test]
+fn sigkill_at_the_pause_transitions_under_the_supervisor_resumes_the_same_run() {
+    use nightshift_core::store::EventKind;
+    use std::process::Stdio;
+    for point in PAUSE_POINTS.iter().copied() {
+        let repo = Repo::new(&project());
+        repo.agent("a", &solves("a"));
+        repo.configure(&plan(&repo, &["a"], 1, 1));
+        let once = repo.agent_dir.join("failpoint-fired");
+        assert_eq!(repo.run(&["pause"]).status.code(), Some(0));
+        let run = repo
+            .cmd(&["run"])
+            .env(failpoint::ENV, point)
+            .env(failpoint::ONCE_ENV, &once)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Paused (again, after the restart when the kill came at run_paused).
+        let paused_engines = if point == "run_paused" { 2 } else { 1 };
+        wait_for(&repo, |kinds| {
+            kinds
+                .iter()
+                .filter(|k| k.name() == "run_started" || k.name() == "run_resumed")
+                .count()
+                >= paused_engines
+                && kinds
+                    .iter()
+                    .any(|k| matches!(k, EventKind::RunPaused { .. }))
+        });
+        assert_eq!(repo.run(&["resume"]).status.code(), Some(0));
+        let out = run.wait_with_output().unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(10),
+            "{point}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(once.exists(), "{point}: the failpoint was never reached");
+        let kinds: Vec<&'static str> = repo
+            .store()
+            .events_after(0, 100_000)
+            .unwrap()
+            .iter()
+            .map(|e| e.kind.name())
+            .collect();
+        assert_eq!(
+            kinds.iter().filter(|k| **k == "run_started").count(),
+            1,
+            "{point}: {kinds:?}"
+        );
+        assert_eq!(repo.shipped_items(), ["a"], "{point}");
+        repo.assert_clean_end();
+    }
+}
+
+/// Polls the journal (a bounded handshake) until `pred` holds for its kinds.
+fn wait_for(repo: &Repo, pred: impl Fn(&[nightshift_core::store::EventKind]) -> bool) {
+    let start = std::time::Instant::now();
+    while start.elapsed() < std::time::Duration::from_secs(60) {
+        let seen =
+            nightshift_core::store::Store::open_read_only(&repo.root.join(".nightshift/state.db"))
+                .and_then(|s| s.events_after(0, 100_000));
+        if let Ok(all) = seen {
+            let kinds: Vec<_> = all.into_iter().map(|e| e.kind).collect();
+            if pred(&kinds) {
+                return;
+            }
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    panic!("timed out waiting for the journal");
 }

@@ -332,3 +332,58 @@ fn doctor_warns_on_a_dirty_checkout_and_an_unedited_init_template() {
         assert!(detail.contains(part), "{detail}");
     }
 }
+
+#[test]
+fn a_check_that_runs_zero_tests_is_inadequate_15_even_when_a_mutant_breaks_its_build() {
+    // The "build" (sourcing calc.sh, using it) breaks on a mutant, so the check goes red; but
+    // the runner it reports from ran no test at all, which the canary used to call adequate.
+    let mut files = good_project();
+    files.retain(|(path, _)| *path != "check.sh");
+    files.push((
+        "check.sh",
+        "#!/bin/sh\n. ./calc.sh\n[ \"$(add 2 3)\" = 5 ] || exit 1\nprintf 'running 0 tests\\n\\ntest result: ok. 0 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out; finished in 0.00s\\n\\n'\n",
+    ));
+    let repo = Repo::new(&files);
+    repo.configure(&config(&repo, "sh check.sh"));
+    let out = repo.run(&["doctor", "--json", "--runs", "1"]);
+    assert_eq!(out.status.code(), Some(15), "{}", text(&out));
+    let j = json(&out);
+    let adequacy = finding(&j, "adequacy");
+    assert_eq!(adequacy["status"], "fail", "{j}");
+    assert!(
+        adequacy["detail"].as_str().unwrap().contains("ran 0 tests"),
+        "{j}"
+    );
+}
+
+#[test]
+fn a_mutant_caught_only_by_the_check_timeout_is_reported_and_progress_is_shown() {
+    // The check waits for the right answer: a mutant of add() makes it spin until the timeout.
+    let files = vec![
+        ("README.md", "a calculator\n"),
+        ("calc.sh", "add() { echo $(( $1 + $2 )); }\n"),
+        (
+            "check.sh",
+            "#!/bin/sh\n. ./calc.sh\nwhile [ \"$(add 2 3)\" != 5 ]; do sleep 0.1; done\necho ok\n",
+        ),
+    ];
+    let repo = Repo::new(&files);
+    let config = config(&repo, "sh check.sh").replace("timeout = \"1m\"", "timeout = \"2s\"");
+    repo.configure(&config);
+    let out = repo.run(&["doctor", "--runs", "1"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("caught only by [check] timeout (2s)")
+            && stdout.contains("lower [check] timeout"),
+        "{}",
+        text(&out)
+    );
+    // Not a terminal: plain progress lines on stderr, counting the check runs.
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("doctor: 0/4 check runs done · the check at HEAD"),
+        "{}",
+        text(&out)
+    );
+}

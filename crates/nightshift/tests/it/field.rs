@@ -126,3 +126,87 @@ fn a_user_branch_where_attempt_branches_go_is_refused_up_front_and_doctor_says_s
         assert_eq!(repo.shipped_items(), Vec::<String>::new());
     }
 }
+
+/// Solves item `$NIGHTSHIFT_ITEM` of [`project`] while the user commits to `main`, so that the
+/// work is merged onto a moved target: a commit only nightshift's journal names.
+const SOLVES_WHILE_THE_USER_COMMITS: &str = r#"#!/bin/sh
+set -e
+mkdir -p done
+echo ok > "done/$NIGHTSHIFT_ITEM"
+root=$(cd "$(git rev-parse --git-common-dir)/.." && pwd)
+git -C "$root" -c user.name=u -c user.email=u@u commit -q --allow-empty -m "the user's own work"
+"#;
+
+#[test]
+fn git_gc_prune_now_between_merge_prepared_and_integration_does_not_wedge_the_run() {
+    // As it happens now (the keep-alive ref holds the commit), and as on a repository whose
+    // ref is gone too (the commit is pruned and made again).
+    for drop_the_ref in [false, true] {
+        gc_after_merge_prepared(drop_the_ref);
+    }
+}
+
+fn gc_after_merge_prepared(drop_the_ref: bool) {
+    let mut files = project();
+    files.push(("agent.sh", SOLVES_WHILE_THE_USER_COMMITS));
+    let repo = Repo::new(&files);
+    let mut config = String::from(
+        "[agent]\nkind = \"command\"\ncommand = [\"sh\", \"agent.sh\"]\n\n[check]\ntimeout = \"1m\"\n",
+    );
+    for id in ["a", "b"] {
+        config.push_str(&format!(
+            "\n[[item]]\nid = \"{id}\"\nprompt = \"Make done/{id} say ok.\"\ncheck = \"sh check.sh {id}\"\n"
+        ));
+    }
+    repo.configure(&config);
+    // The engine dies right after journaling the merge of `a` onto the moved target: a commit
+    // no ref holds.
+    let out = repo
+        .cmd(&["engine"])
+        .env(nightshift_core::failpoint::ENV, "merge_prepared")
+        .output()
+        .unwrap();
+    assert_eq!(
+        std::os::unix::process::ExitStatusExt::signal(&out.status),
+        Some(9),
+        "{}",
+        text(&out)
+    );
+    // A user's (or a cron's) aggressive gc meanwhile. `--prune=now` spares objects written in
+    // this very second (hence "sometimes"): age them first, as a later gc would find them.
+    let aged = std::process::Command::new("sh")
+        .current_dir(&repo.root)
+        .args([
+            "-c",
+            "find .git/objects -type f -path '*/objects/??/*' -exec touch -d 2020-01-01 {} +",
+        ])
+        .status()
+        .unwrap();
+    assert!(aged.success());
+    if drop_the_ref {
+        repo.git(&["update-ref", "-d", "refs/nightshift/merge/a/1"]);
+    }
+    repo.git(&["gc", "--quiet", "--prune=now"]);
+    let out = repo.run(&["run"]);
+    assert_eq!(
+        out.status.code(),
+        Some(10),
+        "{drop_the_ref}: {}",
+        text(&out)
+    );
+    assert_eq!(repo.shipped_items(), ["a", "b"]);
+    let prepared = repo
+        .run(&["log", "--json"])
+        .stdout
+        .split(|b| *b == b'\n')
+        .filter(|l| String::from_utf8_lossy(l).contains("\"merge_prepared\""))
+        .count();
+    // `a` once, or twice when its commit had to be made again; `b` once.
+    assert_eq!(prepared, if drop_the_ref { 3 } else { 2 }, "{drop_the_ref}");
+    assert_eq!(
+        repo.git(&["for-each-ref", "refs/nightshift/merge/"]),
+        "",
+        "the keep-alive refs go with their attempts"
+    );
+    repo.assert_clean_end();
+}

@@ -443,3 +443,185 @@ fn wait_for_file(path: &std::path::Path, pred: impl Fn(&str) -> bool) {
     }
     panic!("timed out waiting for {}", path.display());
 }
+
+fn remove_store(repo: &Repo) {
+    for suffix in ["", "-wal", "-shm"] {
+        let _ = std::fs::remove_file(repo.root.join(format!(".nightshift/state.db{suffix}")));
+    }
+}
+
+/// `state.db` deleted, or emptied, between runs: the next run used to ship every item a second
+/// time. The target's `Nightshift-Item` trailers are the ground truth: nothing is worked again,
+/// and ATTENTION says why.
+#[test]
+fn a_lost_or_emptied_state_database_is_rebuilt_from_the_trailers_nothing_ships_twice() {
+    for how in ["deleted", "emptied"] {
+        let repo = Repo::new(&project());
+        repo.agent("a", &solves("a"));
+        repo.agent("b", &solves("b"));
+        repo.configure(&plan(&repo, &["a", "b"], 1, 1));
+        assert_eq!(repo.run(&["run"]).status.code(), Some(10));
+        assert_eq!(repo.shipped_items(), ["a", "b"]);
+        remove_store(&repo);
+        if how == "emptied" {
+            std::fs::write(repo.root.join(".nightshift/state.db"), "").unwrap();
+        }
+        let out = repo.run(&["run"]);
+        assert_eq!(out.status.code(), Some(10), "{how}: {}", text(&out));
+        assert_eq!(
+            repo.shipped_items(),
+            ["a", "b"],
+            "{how}: nothing shipped twice"
+        );
+        let all = events(&repo);
+        assert_eq!(
+            count(&all, "attempt_started"),
+            0,
+            "{how}: nothing worked again"
+        );
+        assert_eq!(repo.item_state("a"), "shipped", "{how}");
+        let attention =
+            std::fs::read_to_string(repo.root.join(".nightshift/ATTENTION")).unwrap_or_default();
+        assert!(
+            attention.contains("no record of a (") && attention.contains("b ("),
+            "{how}: {attention}"
+        );
+    }
+}
+
+/// A corrupt `state.db`: one line that says what is wrong and what to do, exit 30, and no
+/// restart (it used to be five engine starts, then "resumable: fix the cause").
+#[test]
+fn a_corrupt_state_database_is_one_line_and_exit_30_without_a_restart() {
+    let repo = one_item_repo();
+    std::fs::create_dir_all(repo.root.join(".nightshift")).unwrap();
+    std::fs::write(
+        repo.root.join(".nightshift/state.db"),
+        "this is not an SQLite database, it is a text file of some length\n".repeat(64),
+    )
+    .unwrap();
+    let out = repo.run(&["run"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(30), "{stderr}");
+    assert!(!stderr.contains("restarting"), "{stderr}");
+    let errors: Vec<&str> = stderr.lines().filter(|l| l.starts_with("error:")).collect();
+    assert_eq!(errors.len(), 1, "{stderr}");
+    assert!(
+        errors[0].contains("is corrupt") && errors[0].contains("move it aside"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("help: the run is resumable"), "{stderr}");
+}
+
+/// `state.db` deleted while the engine works: it used to write on into the unlinked file. The
+/// next transaction sees the path no longer names its file and the engine stops, exit 30, with
+/// a clear line; the supervisor does not restart it.
+#[test]
+fn a_state_database_deleted_mid_run_stops_the_engine_with_a_clear_error() {
+    let repo = Repo::new(&project());
+    let agent = HeldAgent::configure(&repo, "x");
+    let run = repo
+        .cmd(&["run"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    agent.wait_started();
+    remove_store(&repo);
+    agent.release();
+    let out = run.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(30), "{stderr}");
+    assert!(stderr.contains("deleted or replaced"), "{stderr}");
+    assert!(!stderr.contains("restarting"), "{stderr}");
+}
+
+/// One plan item per `(id, sh -c script)`, each with its own agent, checked by `check.sh <id>`.
+fn shell_items(repo: &Repo, items: &[(&str, &str)], attempts: u32) {
+    for (id, script) in items {
+        std::fs::write(repo.agent_dir.join(format!("{id}.sh")), script).unwrap();
+    }
+    let dispatch = format!("sh {}/$NIGHTSHIFT_ITEM.sh", repo.agent_dir.display());
+    let ids: Vec<&str> = items.iter().map(|(id, _)| *id).collect();
+    let config = plan(repo, &ids, 1, attempts).replacen(
+        &repo.agent_table(),
+        &format!("[agent]\nkind = \"command\"\ncommand = [\"sh\", \"-c\", \"{dispatch}\"]\n"),
+        1,
+    );
+    repo.configure(&config);
+}
+
+/// An agent fills the disk (the seam: the state database reads as full while a file exists):
+/// the run pauses with an alert instead of crashing ("database or disk is full" five times and
+/// a restart storm), and goes on by itself when space returns. One engine, the item ships.
+#[test]
+fn a_full_disk_pauses_the_run_with_an_alert_and_it_goes_on_when_space_returns() {
+    let repo = Repo::new(&project());
+    let full = repo.agent_dir.join("disk-is-full");
+    shell_items(
+        &repo,
+        &[(
+            "x",
+            &format!(
+                "touch {}; mkdir -p done; echo ok > done/x\n",
+                full.display()
+            ),
+        )],
+        1,
+    );
+    let run = repo
+        .cmd(&["run"])
+        .env(failpoint::DISK_FULL_ENV, &full)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let attention = repo.root.join(".nightshift/ATTENTION");
+    wait_for_file(&attention, |t| t.contains("disk_full:"));
+    assert!(
+        !events(&repo)
+            .iter()
+            .any(|e| e.kind.name() == "session_ended"),
+        "the session's end waits to be journaled"
+    );
+    std::fs::remove_file(&full).unwrap();
+    let out = run.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(10), "{stderr}");
+    assert!(!stderr.contains("restarting"), "{stderr}");
+    assert_eq!(repo.shipped_items(), ["x"]);
+    assert_eq!(health(&repo)["engine_starts"], 1);
+    let attention = std::fs::read_to_string(&attention).unwrap();
+    assert!(attention.contains("disk_full cleared"), "{attention}");
+    repo.assert_clean_end();
+}
+
+/// An item whose step fails the same way on every engine start (here: the agent `git init`s a
+/// subdirectory, so committing its work fails) used to fail the engine (exit 50), which was
+/// restarted into the same failure until a restart storm wedged the run. It fails that item's
+/// attempt, parks the item when it repeats, and the run goes on: the next item ships.
+#[test]
+fn a_deterministic_failure_of_one_item_parks_it_and_the_run_goes_on() {
+    let repo = Repo::new(&project());
+    shell_items(
+        &repo,
+        &[
+            ("a", "mkdir -p sub && cd sub && git init -q && echo x > f\n"),
+            ("b", "mkdir -p done; echo ok > done/b\n"),
+        ],
+        2,
+    );
+    let out = repo.run(&["run"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(11), "{}", text(&out));
+    assert!(!stderr.contains("restarting"), "{stderr}");
+    assert_eq!(repo.shipped_items(), ["b"]);
+    assert_eq!(repo.item_state("a"), "parked");
+    assert_eq!(health(&repo)["engine_starts"], 1);
+    let status = repo.status_json();
+    let reason = status["items"][0]["reason"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(!reason.is_empty(), "parked with its reason");
+}

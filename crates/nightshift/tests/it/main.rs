@@ -9,6 +9,7 @@
 
 mod harness;
 
+mod agents;
 mod bad_config;
 mod control;
 mod crash;

@@ -324,3 +324,20 @@ fn scratch_worktrees_of_a_killed_probe_are_removed_by_the_next() {
     assert!(!stale.exists());
     assert!(foreign.exists());
 }
+
+#[test]
+fn progress_is_counted_on_stderr_in_plain_lines_when_it_is_not_a_terminal() {
+    let repo = Repo::new(&[("README.md", "x\n")]);
+    let out = probe(&repo, &["--check", "true", "--runs", "3"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("probe: 0/3 check runs done"), "{stderr}");
+    assert!(
+        stderr.contains("probe: 3/3 check runs done · run 3 ("),
+        "{stderr}"
+    );
+    assert!(
+        !stderr.contains('\r'),
+        "no terminal redraws into a pipe: {stderr:?}"
+    );
+}

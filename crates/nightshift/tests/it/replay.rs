@@ -404,3 +404,15 @@ fn an_interrupted_replay_removes_its_worktree_and_verifies_nothing() {
         .collect();
     assert!(left.is_empty(), "{left:?}");
 }
+
+#[test]
+fn an_endless_receipt_or_key_is_refused_after_a_bounded_read() {
+    let repo = Repo::new(&[("README.md", "x\n")]);
+    let out = repo.run(&["replay", "/dev/zero"]);
+    assert_eq!(out.status.code(), Some(20), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("larger than 16 MiB"),
+        "{}",
+        text(&out)
+    );
+}

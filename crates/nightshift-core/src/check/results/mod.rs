@@ -72,6 +72,8 @@ mod text;
 mod xml;
 
 #[cfg(test)]
+mod fuzz;
+#[cfg(test)]
 mod samples;
 #[cfg(test)]
 mod tests;
@@ -202,6 +204,33 @@ impl Results {
             .filter(|(_, t)| t.state == TestState::Failed)
             .map(|(id, _)| id)
             .collect()
+    }
+
+    /// The source files the collected tests live in, as the runner names them: pytest's node
+    /// ids (`tests/test_x.py::t` → `tests/test_x.py`, also `test.py`), libtest's binary keys
+    /// and doc-test paths (`cli@tests/cli.rs it` → `tests/cli.rs`, `c@doc src/lib.rs - f
+    /// (line 3)` → `src/lib.rs`), JUnit `file` attributes are not kept, so JUnit gives
+    /// nothing. Relative to where the runner ran (a crate's root for libtest's keys in a
+    /// workspace): match them as path suffixes.
+    pub fn test_files(&self) -> BTreeSet<String> {
+        let mut files = BTreeSet::new();
+        for t in &self.tests {
+            let file = match self.format {
+                Format::Pytest => t.id.split("::").next(),
+                Format::Libtest => match t.id.split_once(' ') {
+                    Some((key, rest)) if key.ends_with("@doc") => {
+                        rest.split_once(" - ").map(|(file, _)| file)
+                    }
+                    Some((key, _)) => key.split_once('@').map(|(_, file)| file),
+                    None => None,
+                },
+                _ => None,
+            };
+            if let Some(file) = file.filter(|f| !f.is_empty() && f.contains('.')) {
+                files.insert(file.to_owned());
+            }
+        }
+        files
     }
 
     /// The stable ids of the tests in `state`.

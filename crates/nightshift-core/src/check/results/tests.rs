@@ -390,3 +390,41 @@ fn doc_test_ids_survive_line_moves_and_a_deleted_doc_test_is_still_seen() {
         ["tests::parses (line 3)"]
     );
 }
+
+#[test]
+fn the_files_tests_live_in_come_from_the_ids() {
+    let results = |format, ids: &[&str]| Results {
+        tests: ids
+            .iter()
+            .map(|id| TestResult {
+                id: (*id).to_owned(),
+                state: TestState::Passed,
+            })
+            .collect(),
+        format,
+    };
+    let py = results(
+        Format::Pytest,
+        &[
+            "test.py::TestParse::test_cjk",
+            "tests/test_a.py::test_b[1-2]",
+        ],
+    );
+    assert_eq!(
+        py.test_files().into_iter().collect::<Vec<_>>(),
+        ["test.py", "tests/test_a.py"]
+    );
+    let rs = results(
+        Format::Libtest,
+        &[
+            "semver@src/lib.rs tests::parses",
+            "cli@tests/cli.rs it_runs",
+            "semver@doc src/lib.rs - Version::cmp (line 433)",
+            "bare::path",
+        ],
+    );
+    assert_eq!(
+        rs.test_files().into_iter().collect::<Vec<_>>(),
+        ["src/lib.rs", "tests/cli.rs"]
+    );
+}
