@@ -119,7 +119,7 @@ fn child(
     let mut write: Vec<PathBuf> = spec.write.clone();
     write.extend(make.into_iter().cloned());
     let mut read_also = spec.read_also.clone();
-    if spec.env_keep.is_some() {
+    if spec.session_files {
         // A session: the files the engine named for it (see READ_FROM_ENV, WRITE_FROM_ENV).
         read_also.extend(
             super::READ_FROM_ENV

@@ -75,6 +75,10 @@ pub struct Spec {
     pub network: Network,
     /// Environment names kept (a trailing `*` matches a prefix); `None` keeps everything.
     pub env_keep: Option<Vec<String>>,
+    /// An agent session: the files the engine names in its environment pass (see
+    /// [`READ_FROM_ENV`], [`WRITE_FROM_ENV`]).
+    #[serde(default)]
+    pub session_files: bool,
     /// Refuse to start the target unless every layer asked for held.
     pub require: bool,
     /// Where the level that held is written (JSON, 0600) before the target starts.
@@ -288,7 +292,7 @@ fn state_root_of(checkout: &Path) -> PathBuf {
 }
 
 /// The confinement of an agent session of `kind` in `checkout` logging to `log`, reading its
-/// `prompt_file`, with the adapter's environment allowlist. The one call a spawn site makes.
+/// `prompt_file`. The one call a spawn site makes.
 pub fn for_agent(
     kind: crate::config::AgentKind,
     checkout: &Path,
@@ -302,7 +306,8 @@ pub fn for_agent(
     let mut c = Confinement::agent(checkout, &state_root_of(checkout), tmp_path(log), state)
         .read_also(prompt_file)
         .status(status_path(log));
-    c.spec.env_keep = Some(env_allowlist(Some(kind), &[]));
+    // The environment is the adapter's allowlist, applied by the session (`env_allow`).
+    c.spec.session_files = true;
     c.spec.write.extend(extra_writes());
     c
 }
@@ -397,6 +402,7 @@ fn base_spec(checkout: &Path, state_root: &Path, tmp: PathBuf) -> Spec {
         tmp: Some(tmp),
         network: Network::Host,
         env_keep: None,
+        session_files: false,
         require: false,
         status: None,
     }
@@ -569,8 +575,25 @@ pub fn survey(root: &Path, config: &crate::config::Config) -> Survey {
     let agent = probe(&Confinement::agent(root, &ws.dir(), tmp.clone(), Vec::new()).spec);
     let check = probe(&Confinement::check(root, &ws.dir(), tmp, Network::None).spec);
     let check_network = policy::check_network(config.check.network, check.netns);
+    // The adapter decides the agent's environment (`env_allow`; `None`: all of it).
+    let launch = crate::agent::adapter_for(config.agent.kind).launch(&crate::agent::Invocation {
+        agent: &config.agent,
+        prompt_file: Path::new("prompt.md"),
+        session_id: "00000000-0000-0000-0000-000000000000",
+        resume: None,
+    });
+    let mut agent_env: Vec<String> = std::env::vars_os()
+        .filter_map(|(k, _)| k.into_string().ok())
+        .filter(|k| {
+            launch
+                .env_allow
+                .as_ref()
+                .is_none_or(|allow| crate::agent::adapter::env_allowed(allow, k))
+        })
+        .collect();
+    agent_env.sort();
     Survey {
-        agent_env: agent_env_names(config.agent.kind, &[]),
+        agent_env,
         agent,
         check,
         check_network,

@@ -214,9 +214,8 @@ fn a_spawn_sites_one_call_derives_the_state_root_tmp_and_status_from_its_paths()
         c.spec.tmp,
         Some(PathBuf::from("/r/.nightshift/logs/run/a-1-1.agent.log.tmp"))
     );
-    let keep = c.spec.env_keep.unwrap();
-    assert!(keep_env(&keep, "ANTHROPIC_API_KEY"));
-    assert!(!keep_env(&keep, "GITHUB_TOKEN"));
+    assert!(c.spec.session_files);
+    assert!(c.spec.env_keep.is_none(), "the adapter's env_allow applies");
     let check = for_check(
         checkout,
         std::path::Path::new("/r/.nightshift/logs/run/c.log"),

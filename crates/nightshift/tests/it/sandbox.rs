@@ -65,6 +65,7 @@ impl Layout {
             tmp: Some(self.root.join("tmp")),
             network,
             env_keep: None,
+            session_files: false,
             require: false,
             status: Some(self.status.clone()),
         }
@@ -442,8 +443,17 @@ fn doctor_prints_the_level_that_holds_and_the_agents_env_names() {
     let detail = env["detail"].as_str().unwrap();
     assert!(detail.starts_with("the agent gets: "), "{detail}");
     assert!(detail.contains("PATH"), "{detail}");
-    assert!(!detail.contains("SOME_SERVICE_TOKEN"), "{detail}");
+    // A command agent inherits the environment (the adapter's choice): names, never values.
+    assert!(detail.contains("SOME_SERVICE_TOKEN"), "{detail}");
     assert!(!detail.contains("hunter2"), "{detail}");
+    // A claude agent gets the adapter's allowlist: not the unrelated token.
+    repo.configure(&format!(
+        "[agent]\nkind = \"claude\"\n[check]\ncommand = \"true\"\n{item}"
+    ));
+    let env = doctor_finding(&repo, "agent_env");
+    let detail = env["detail"].as_str().unwrap();
+    assert!(detail.contains("PATH"), "{detail}");
+    assert!(!detail.contains("SOME_SERVICE_TOKEN"), "{detail}");
 
     // `network = "host"` opts checks out of the namespace, and doctor says so.
     repo.configure(&format!(
@@ -511,8 +521,9 @@ fn a_run_confines_its_agent_and_check_and_redacts_the_logs() {
     let agent_log = std::fs::read_to_string(&agent_logs[0]).unwrap();
     assert!(agent_log.contains("Permission denied"), "{agent_log}");
     assert!(!agent_log.contains("READ-STORE"), "{agent_log}");
-    // The secret is not in the agent's environment at all.
-    assert!(agent_log.contains("token=[]"), "{agent_log}");
+    // A command agent inherits the environment (the adapter's choice), but its log never
+    // holds the secret's value.
+    assert!(!agent_log.contains("hunter2-secret-value"), "{agent_log}");
     assert_eq!(
         std::fs::metadata(&agent_logs[0])
             .unwrap()
