@@ -3,6 +3,10 @@
 //! kinds (the kill happens right after the event is durable) and a few effect points such as
 //! `integrate_effect_done` (after git moved the target, before the journal says so).
 //!
+//! With `NIGHTSHIFT_FAILPOINT_ONCE=<path>` as well, the point fires only in the first process
+//! that creates `<path>` (exclusively): a supervised run whose engines all inherit the
+//! failpoint loses one engine there, and the restarted ones pass it.
+//!
 //! Unset, a failpoint costs one environment lookup on first use.
 
 use std::sync::Mutex;
@@ -10,6 +14,9 @@ use std::sync::OnceLock;
 
 /// The environment variable that arms a failpoint.
 pub const ENV: &str = "NIGHTSHIFT_FAILPOINT";
+
+/// The environment variable that makes an armed failpoint fire in one process only.
+pub const ONCE_ENV: &str = "NIGHTSHIFT_FAILPOINT_ONCE";
 
 struct Armed {
     name: String,
@@ -42,8 +49,37 @@ pub fn hit(name: &str) {
         return;
     }
     armed.remaining = armed.remaining.saturating_sub(1);
-    if armed.remaining == 0 {
+    if armed.remaining == 0 && first_to_fire() {
         // SIGKILL, not abort: the point is to model `kill -9`, with no destructors and no flush.
         let _ = nix::sys::signal::raise(nix::sys::signal::Signal::SIGKILL);
     }
+}
+
+/// Whether this process may fire (always, unless [`ONCE_ENV`] names a file another process
+/// created first).
+fn first_to_fire() -> bool {
+    match std::env::var_os(ONCE_ENV) {
+        Some(path) if !path.is_empty() => std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(path)
+            .is_ok(),
+        _ => true,
+    }
+}
+
+/// The environment variable of the full-disk seam: while the file it names exists, the state
+/// database reads as full (`SQLITE_FULL` on every write) and the disk as without space.
+pub const DISK_FULL_ENV: &str = "NIGHTSHIFT_FAULT_DISK_FULL_FILE";
+
+/// Whether the full-disk seam says the disk is full now (never, unless [`DISK_FULL_ENV`] is set).
+pub fn disk_full() -> bool {
+    static PATH: OnceLock<Option<std::path::PathBuf>> = OnceLock::new();
+    PATH.get_or_init(|| {
+        std::env::var_os(DISK_FULL_ENV)
+            .filter(|p| !p.is_empty())
+            .map(std::path::PathBuf::from)
+    })
+    .as_ref()
+    .is_some_and(|p| p.exists())
 }

@@ -124,6 +124,10 @@ pub struct EngineArgs {
     /// The deadline as the operator wrote it (`07:00`), for the journal and messages.
     #[arg(long, value_name = "TEXT", requires = "until")]
     pub until_given: Option<String>,
+    /// Set by the supervisor on a restart: the journal position when it first started an
+    /// engine. The run opened since is resumed; if it halted, exit with its halt (no new run).
+    #[arg(long, value_name = "SEQ")]
+    pub restart_after: Option<i64>,
 }
 
 #[derive(Debug, Args)]

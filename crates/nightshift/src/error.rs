@@ -37,12 +37,12 @@ impl CommandError {
         match self.source {
             Some(src) => {
                 let diag = Located(*src);
-                eprintln!("{:?}", miette::Report::new(diag));
+                eoutln!("{:?}", miette::Report::new(diag));
             }
             None => {
-                eprintln!("error: failed to {}", self.message);
+                eoutln!("error: failed to {}", self.message);
                 if let Some(hint) = self.hint {
-                    eprintln!("  help: {hint}");
+                    eoutln!("  help: {hint}");
                 }
             }
         }
@@ -140,6 +140,13 @@ impl From<EngineError> for CommandError {
                 e.hint = help;
                 e
             }
+            // A state database that the next start would meet again (corrupt, read-only,
+            // deleted under the engine): one line, exit 30, never a restart (issue 13).
+            EngineError::Store(e) if e.unusable().is_some() => CommandError::new(
+                ExitClass::Workspace,
+                e.remedy(".nightshift/state.db")
+                    .unwrap_or_else(|| chain(&e)),
+            ),
             other => CommandError::new(ExitClass::Internal, chain(&other))
                 .hint("the run is resumable: fix the cause and run `nightshift run` again"),
         }
@@ -148,7 +155,10 @@ impl From<EngineError> for CommandError {
 
 impl From<nightshift_core::store::StoreError> for CommandError {
     fn from(err: nightshift_core::store::StoreError) -> Self {
-        CommandError::new(ExitClass::Internal, chain(&err))
+        match err.remedy(".nightshift/state.db") {
+            Some(line) => CommandError::new(ExitClass::Workspace, line),
+            None => CommandError::new(ExitClass::Internal, chain(&err)),
+        }
     }
 }
 

@@ -62,6 +62,17 @@ pub struct RunStatus {
     /// 1 for the first pass over the queue; parked items are retried in later passes.
     pub pass: u32,
     pub counts: Counts,
+    /// What is true right now, read from the run lock, the engine's heartbeat, the journal and
+    /// health.json: `running`, `heartbeat_stale`, `stopped`, `restart_storm`, `dead` (no engine
+    /// alive, nothing halted the run) or `finished`. Absent in older output.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub live: Option<String>,
+    /// The engine holding the run lock.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub engine_pid: Option<u32>,
+    /// Seconds since the engine's last heartbeat.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub heartbeat_age_s: Option<u64>,
 }
 
 #[derive(Debug, Default, Serialize, JsonSchema)]
@@ -120,6 +131,9 @@ impl Status {
                 exit_code: r.exit_code,
                 pass: r.pass,
                 counts,
+                live: None,
+                engine_pid: None,
+                heartbeat_age_s: None,
             }
         });
         Status {

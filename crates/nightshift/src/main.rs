@@ -1,6 +1,8 @@
 //! The `nightshift` binary: parses, calls the core, renders. Exit codes follow DESIGN.md §7
 //! (see `docs/exit-codes.md`).
 
+#[macro_use]
+mod out;
 mod cli;
 mod commands;
 mod error;
@@ -38,6 +40,8 @@ fn main() -> ExitCode {
             return exit(code);
         }
     };
+    // The output of `run` and `engine` is a side channel of the journal (see `out`).
+    let side_channel = matches!(cli.command, Command::Run(_) | Command::Engine(_));
     let result = match cli.command {
         Command::Init(args) => commands::init::run(&args),
         Command::Run(args) => commands::run::run(&args),
@@ -62,10 +66,11 @@ fn main() -> ExitCode {
         Command::Accept(args) => commands::accept::run(&args),
         Command::Confirm(args) => commands::confirm::run(&args),
     };
-    match result {
-        Ok(code) => exit(code),
-        Err(err) => exit(err.report()),
-    }
+    let code = match result {
+        Ok(code) => code,
+        Err(err) => err.report(),
+    };
+    exit(out::finish(code, side_channel))
 }
 
 fn exit(code: i32) -> ExitCode {

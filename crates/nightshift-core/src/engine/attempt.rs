@@ -686,10 +686,10 @@ impl Engine<'_> {
             CheckStage::Work => "check",
             CheckStage::Merged => "merged-check",
         };
-        let log = logs.join(format!(
+        let log = unused_log(&logs.join(format!(
             "{}-a{}-i{}.{suffix}.log",
             att.item, att.attempt, att.iteration
-        ));
+        )));
         self.record(EventKind::CheckStarted {
             item: att.item.clone(),
             attempt: att.attempt,
@@ -1197,4 +1197,23 @@ pub(crate) fn check_env(
         ("NIGHTSHIFT_ATTEMPT".into(), attempt.to_string()),
         ("NIGHTSHIFT_ITERATION".into(), iteration.to_string()),
     ]
+}
+
+/// A check's log path that no earlier run of it wrote: `path` itself, else `<stem>.2.log`,
+/// `<stem>.3.log`… A check re-run after a crash used to append to the interrupted run's log
+/// (session logs append), so the log the results are parsed from held two outputs, did not
+/// parse, and the guards read `not_run` (issue 13). The interrupted run's output stays beside it.
+pub(crate) fn unused_log(path: &std::path::Path) -> PathBuf {
+    if !path.exists() {
+        return path.to_owned();
+    }
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let stem = name.strip_suffix(".log").unwrap_or(&name).to_owned();
+    (2u32..)
+        .map(|n| path.with_file_name(format!("{stem}.{n}.log")))
+        .find(|p| !p.exists())
+        .unwrap_or_else(|| path.to_owned())
 }

@@ -12,6 +12,7 @@ mod launch;
 mod prompt;
 mod receipt;
 mod review;
+mod space;
 mod teardown;
 mod triage;
 pub(crate) mod verdict;
@@ -48,6 +49,10 @@ pub struct RunOptions {
     /// `run --until`: no new session or attempt after this time; the run then stops
     /// `deadline_reached`, resumable. `None` keeps the deadline the run journaled, if any.
     pub until: Option<Until>,
+    /// A supervisor's restart: the journal position when the supervisor started its first
+    /// engine. The run opened since is resumed; if it has halted, the engine exits with that
+    /// halt and starts nothing (a supervisor never starts a new run). `None`: the user's start.
+    pub restart_after: Option<i64>,
 }
 
 /// A `--until` deadline.
@@ -65,6 +70,8 @@ pub struct RunSummary {
     pub halt: HaltReason,
     pub resumed: bool,
     pub items: Vec<ItemRow>,
+    /// A restarted engine found its run already halted and did nothing.
+    pub already_halted: bool,
 }
 
 /// Errors that stop the engine (the run stays resumable; no item verdict is written for them).
@@ -115,6 +122,9 @@ pub fn run(opts: RunOptions, observe: &mut dyn FnMut(&Event)) -> Result<RunSumma
         opts.clock.wall().strftime("%Y-%m-%d %H:%M:%S UTC")
     );
     let mut lock = RunLock::acquire(&ws.lock(), &holder)?;
+    // While this engine holds the lock it beats; readers tell a frozen or dead engine from a
+    // live one by the beat's age (`heartbeat_stale`).
+    let _beat = crate::supervise::live::Beat::start(&ws, opts.clock.clone());
     preflight(&opts.config)?;
     let missing = crate::git::missing_seeds(ws.root(), &opts.config.seed);
     if !missing.is_empty() {
@@ -129,6 +139,19 @@ pub fn run(opts: RunOptions, observe: &mut dyn FnMut(&Event)) -> Result<RunSumma
         });
     }
     let store = Store::open(&ws.state_db())?;
+    if let Some(after) = opts.restart_after
+        && let crate::store::Since::Halted { run_id, halt } = store.since(after)?
+    {
+        let items = store.items(&run_id)?;
+        drop(lock);
+        return Ok(RunSummary {
+            run_id,
+            halt,
+            resumed: false,
+            items,
+            already_halted: true,
+        });
+    }
     let mut engine = Engine {
         ws,
         git,
@@ -175,6 +198,7 @@ pub fn run(opts: RunOptions, observe: &mut dyn FnMut(&Event)) -> Result<RunSumma
         halt,
         resumed,
         items,
+        already_halted: false,
     })
 }
 
@@ -240,8 +264,14 @@ pub(crate) struct Journal<'a, 'o> {
 
 impl Journal<'_, '_> {
     fn record(&mut self, kind: EventKind) -> Result<Event, EngineError> {
-        let at = self.clock.wall().to_string();
-        let event = self.store.record(self.run_id, &at, kind)?;
+        let event = space::record(
+            self.store,
+            self.ws,
+            self.clock,
+            self.notify,
+            self.run_id,
+            kind,
+        )?;
         (self.observe)(&event);
         failpoint::hit(event.kind.name());
         Ok(event)
@@ -379,8 +409,14 @@ impl Engine<'_> {
     /// failpoint of that name.
     fn record(&mut self, kind: EventKind) -> Result<Event, EngineError> {
         let run_id = self.run_id();
-        let at = self.clock.wall().to_string();
-        let event = self.store.record(&run_id, &at, kind)?;
+        let event = space::record(
+            &mut self.store,
+            &self.ws,
+            self.clock.as_ref(),
+            &self.config.notify,
+            &run_id,
+            kind,
+        )?;
         (self.observe)(&event);
         failpoint::hit(event.kind.name());
         // The cached run row (pass, spend, pause) always reflects the journal.
@@ -422,13 +458,39 @@ impl Engine<'_> {
             help: Some("create it with a first commit, or set [integrate] target to an existing branch".into()),
         })?;
         let mut items = Vec::with_capacity(plan.items.len());
+        // The target's `Nightshift-Item` trailers are the ground truth a lost state database is
+        // rebuilt against: an item the store has no record of, but whose commit is on the
+        // target, shipped already and is not worked again (issue 13).
+        let mut trailers = None;
+        let mut recovered = Vec::new();
         for item in &plan.items {
+            let mut shipped_by = self.store.shipped_by(&item.id)?;
+            if shipped_by.is_none() && !self.store.knows_item(&item.id)? {
+                let shipped = match &trailers {
+                    Some(t) => t,
+                    None => trailers.insert(shipped_on_target(&self.git, &target)?),
+                };
+                if let Some((run, commit)) = shipped.get(&item.id) {
+                    recovered.push(format!("{} ({})", item.id, &commit[..commit.len().min(12)]));
+                    shipped_by = Some(run.clone());
+                }
+            }
             items.push(PlannedItem {
                 id: item.id.clone(),
                 prompt: item.prompt.clone(),
                 check: item.check.clone(),
-                shipped_by: self.store.shipped_by(&item.id)?,
+                shipped_by,
             });
+        }
+        if !recovered.is_empty() {
+            crate::notify::attention(
+                &self.ws,
+                self.clock.as_ref(),
+                &format!(
+                    "the state database has no record of {}, but their Nightshift-Item commits are on {target}: counted as shipped, not worked again",
+                    recovered.join(", ")
+                ),
+            );
         }
         self.run = Some(RunRow {
             id: new_run_id(self.clock.as_ref()),
@@ -493,7 +555,9 @@ impl Engine<'_> {
                     {
                         return self.deadline_stop();
                     }
-                    self.step(item, &attempt)?;
+                    if let Err(e) = self.step(item, &attempt) {
+                        self.step_failed(item, &attempt, e)?;
+                    }
                     continue;
                 }
             }
@@ -510,7 +574,9 @@ impl Engine<'_> {
                 if self.deadline_passed() {
                     return self.deadline_stop();
                 }
-                self.start_attempt(item)?;
+                if let Err(e) = self.start_attempt(item) {
+                    self.wait_if_disk_full(e)?;
+                }
                 continue;
             }
             // An item halted by a guard is not retried: the agent weakened the oracle or
@@ -549,6 +615,88 @@ impl Engine<'_> {
             return Ok(halt);
         }
     }
+}
+
+impl Engine<'_> {
+    /// A step of an attempt failed with an error, not an outcome. The rule (issue 13): an error
+    /// the next engine start would hit again is never answered by a restart.
+    ///
+    /// - A full disk pauses the run until there is space again; the step then runs again.
+    /// - A git, file or session failure before integration fails this attempt with the error as
+    ///   its reason (its work preserved; the item goes round again), and parks the item when
+    ///   its previous attempt failed the same way: one item's deterministic failure parks that
+    ///   item, it never stops the run.
+    /// - Anything else (the store, the run lock, a failure while moving the target, where
+    ///   failing the attempt could ship the work twice) stops the engine as before.
+    fn step_failed(
+        &mut self,
+        item: &ItemRow,
+        att: &crate::store::AttemptRow,
+        error: EngineError,
+    ) -> Result<(), EngineError> {
+        if space::is_disk_full(&error) {
+            return self.wait_if_disk_full(error);
+        }
+        let before_integration = matches!(
+            att.phase.as_str(),
+            "preparing"
+                | "ready"
+                | "session"
+                | "session_retry"
+                | "session_ended"
+                | "committed"
+                | "checking"
+                | "red"
+        );
+        let item_level = matches!(
+            error,
+            EngineError::Git(_) | EngineError::Io { .. } | EngineError::Session(_)
+        );
+        if !(before_integration && item_level) {
+            return Err(error);
+        }
+        let reason = format!("internal error: failed to {}", error_chain(&error));
+        let again = item.reason.as_deref() == Some(reason.as_str());
+        let ended = if again {
+            self.park(att, reason)
+        } else {
+            self.fail(att, reason)
+        };
+        // Failing the attempt failed too: nothing more can be done here.
+        ended.map_err(|_| error)
+    }
+
+    /// Waits out a full disk (see `space`); any other error is returned.
+    fn wait_if_disk_full(&mut self, error: EngineError) -> Result<(), EngineError> {
+        if !space::is_disk_full(&error) {
+            return Err(error);
+        }
+        let run_id = self.run_id();
+        let cause = error_chain(&error);
+        if space::wait_for_space(
+            &self.ws,
+            self.clock.as_ref(),
+            &self.config.notify,
+            &run_id,
+            &cause,
+        ) {
+            Ok(())
+        } else {
+            Err(error)
+        }
+    }
+}
+
+/// An error and its sources, joined with ": ".
+fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(s) = source {
+        text.push_str(": ");
+        text.push_str(&s.to_string());
+        source = s.source();
+    }
+    text
 }
 
 impl Engine<'_> {
@@ -794,4 +942,43 @@ fn new_run_id(clock: &dyn Clock) -> String {
     let now = clock.wall();
     let salt = (now.subsec_nanosecond() as u32) ^ std::process::id().rotate_left(16);
     format!("{}-{:04x}", now.strftime("%Y%m%dT%H%M%SZ"), salt & 0xffff)
+}
+
+/// Items shipped on `target` by nightshift, from the trailers of its commits: item id →
+/// (`Nightshift-Run`, commit), the newest commit per item.
+fn shipped_on_target(
+    git: &Git,
+    target: &str,
+) -> Result<std::collections::HashMap<String, (String, String)>, EngineError> {
+    let out = git.run(&[
+        "log",
+        "--format=%H%x1f%(trailers:key=Nightshift-Item,valueonly,separator=%x1e)%x1f%(trailers:key=Nightshift-Run,valueonly,separator=%x1e)",
+        &format!("refs/heads/{target}"),
+        "--",
+    ])?;
+    let mut shipped = std::collections::HashMap::new();
+    for line in out.lines() {
+        let mut fields = line.split('\u{1f}');
+        let (Some(commit), Some(items), run) = (fields.next(), fields.next(), fields.next()) else {
+            continue;
+        };
+        let run = run
+            .and_then(|r| r.split('\u{1e}').next())
+            .map(str::trim)
+            .filter(|r| !r.is_empty())
+            .unwrap_or("unknown");
+        for item in items
+            .split('\u{1e}')
+            .map(str::trim)
+            .filter(|i| !i.is_empty())
+        {
+            shipped.entry(item.to_owned()).or_insert_with(|| {
+                (
+                    format!("{run} (per its commit on {target})"),
+                    commit.to_owned(),
+                )
+            });
+        }
+    }
+    Ok(shipped)
 }

@@ -132,7 +132,9 @@ impl Engine<'_> {
         let worktree = PathBuf::from(&att.worktree);
         let logs = self.ws.logs(&self.run_id());
         std::fs::create_dir_all(&logs).map_err(io_err(&logs))?;
-        let log = logs.join(format!("{}-a{}.baseline-check.log", att.item, att.attempt));
+        let log = super::attempt::unused_log(
+            &logs.join(format!("{}-a{}.baseline-check.log", att.item, att.attempt)),
+        );
         self.clear_results_file(&worktree);
         let run = crate::check::run(
             &self.check_command(item),

@@ -279,7 +279,16 @@ pub(super) async fn supervise(
                         decided = decided.or(absorb(p.as_ref(), events, &mut stream, &mut guard, enforce_budget, on_event));
                     }
                 }
-                if decided.is_some() {
+                // After a freeze (the engine SIGSTOPped, a suspended machine) the timers and the
+                // child's exit are ready at once, and `select!` picks at random: a child that
+                // has already exited did not time out or stall. Its exit is taken here, and its
+                // output is still read to the end below (issue 13).
+                if let Ok(Some(st)) = child.try_wait() {
+                    status = Some(st);
+                    ended_after = ending.map(|(_, at)| at.elapsed());
+                    signal_group(pgid, Signal::SIGKILL);
+                    leak_at.as_mut().reset(tokio::time::Instant::now() + LEAK_TIMEOUT);
+                } else if decided.is_some() {
                     // A budget crossed mid-turn, seen in the usage log.
                 } else if crate::stop::now_requested() {
                     decided = Some(Ending::Stopped);

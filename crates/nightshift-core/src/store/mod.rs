@@ -38,6 +38,78 @@ pub enum StoreError {
     },
     #[error("encode a journal entry")]
     Encode(#[source] serde_json::Error),
+    #[error(
+        "write the state database {path}: it was deleted or replaced while this engine had it open (it would write on into an unlinked file)"
+    )]
+    Replaced { path: String },
+}
+
+/// What is wrong with a state database that the next engine start would meet again, so a
+/// restart would not help (issue 13).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unusable {
+    /// Deleted or replaced under a running engine.
+    Replaced,
+    /// Not a database, or damaged.
+    Corrupt,
+    /// Read-only, or cannot be opened for writing.
+    ReadOnly,
+    /// The disk is full.
+    DiskFull,
+}
+
+impl StoreError {
+    fn sqlite_code(&self) -> Option<rusqlite::ErrorCode> {
+        let e = match self {
+            StoreError::Open { source, .. } | StoreError::Sql(source) => source,
+            StoreError::Migrate(MigrateError::Sql(source)) => source,
+            _ => return None,
+        };
+        e.sqlite_error_code()
+    }
+
+    /// Whether this error is about the database file itself, and which way.
+    pub fn unusable(&self) -> Option<Unusable> {
+        use rusqlite::ErrorCode as C;
+        if matches!(self, StoreError::Replaced { .. }) {
+            return Some(Unusable::Replaced);
+        }
+        match self.sqlite_code()? {
+            C::NotADatabase | C::DatabaseCorrupt => Some(Unusable::Corrupt),
+            C::ReadOnly | C::CannotOpen | C::PermissionDenied => Some(Unusable::ReadOnly),
+            C::DiskFull => Some(Unusable::DiskFull),
+            _ => None,
+        }
+    }
+
+    /// One line for a person: what is wrong with `path` and what to do; `None` when the error
+    /// is not about the file.
+    pub fn remedy(&self, path: &str) -> Option<String> {
+        Some(match self.unusable()? {
+            Unusable::Replaced => format!(
+                "write the state database {path}: it was deleted or replaced while the engine was writing it, so the engine stopped; run `nightshift run` again (what shipped is rebuilt from the target's Nightshift-Item trailers)"
+            ),
+            Unusable::Corrupt => format!(
+                "use the state database {path}: it is corrupt ({}); move it aside (`mv {path} {path}.corrupt`) and run again (what shipped is rebuilt from the target's Nightshift-Item trailers)",
+                self.root_cause()
+            ),
+            Unusable::ReadOnly => format!(
+                "write the state database {path}: it is read-only ({}); make it and its directory writable (`chmod u+w {path} .nightshift`) and run again",
+                self.root_cause()
+            ),
+            Unusable::DiskFull => format!(
+                "write the state database {path}: the disk is full; free some space and run again"
+            ),
+        })
+    }
+
+    fn root_cause(&self) -> String {
+        let mut last: &dyn std::error::Error = self;
+        while let Some(next) = last.source() {
+            last = next;
+        }
+        last.to_string()
+    }
 }
 
 /// A run as the state tables hold it.
@@ -168,9 +240,33 @@ impl AttemptRow {
     }
 }
 
+/// See [`Store::since`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Since {
+    /// No run was opened.
+    Nothing,
+    /// This run was opened and has not halted.
+    Open(String),
+    /// This run was opened and then halted.
+    Halted {
+        run_id: String,
+        halt: crate::halt::HaltReason,
+    },
+}
+
 /// The state database.
 pub struct Store {
     conn: Connection,
+    /// The writer's file and its identity (device, inode) when opened: every transaction checks
+    /// that the path still names that file (issue 13: deleted mid-run, the engine wrote on into
+    /// an unlinked file). `None` for readers.
+    identity: Option<(std::path::PathBuf, (u64, u64))>,
+}
+
+/// The (device, inode) of `path`, if it exists.
+fn identity_of(path: &Path) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
 }
 
 impl Store {
@@ -185,7 +281,18 @@ impl Store {
         conn.pragma_update(None, "foreign_keys", "ON")?;
         conn.busy_timeout(std::time::Duration::from_secs(10))?;
         schema::migrate(&mut conn)?;
-        Ok(Store { conn })
+        let identity = identity_of(path).map(|id| (path.to_owned(), id));
+        Ok(Store { conn, identity })
+    }
+
+    /// Fails when the file this store was opened on is no longer at its path.
+    fn check_identity(&self) -> Result<(), StoreError> {
+        match &self.identity {
+            Some((path, id)) if identity_of(path) != Some(*id) => Err(StoreError::Replaced {
+                path: path.display().to_string(),
+            }),
+            _ => Ok(()),
+        }
     }
 
     /// Opens the database read-only (for `status`, `log` and other readers).
@@ -203,11 +310,21 @@ impl Store {
         if found > schema::VERSION {
             return Err(MigrateError::TooNew { found }.into());
         }
-        Ok(Store { conn })
+        Ok(Store {
+            conn,
+            identity: None,
+        })
     }
 
     /// Appends `kind` to the journal and applies it to the state, in one transaction.
     pub fn record(&mut self, run_id: &str, at: &str, kind: EventKind) -> Result<Event, StoreError> {
+        self.check_identity()?;
+        if crate::failpoint::disk_full() {
+            return Err(StoreError::Sql(rusqlite::Error::SqliteFailure(
+                rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_FULL),
+                Some("database or disk is full (injected)".into()),
+            )));
+        }
         let data = serde_json::to_string(&kind).map_err(StoreError::Encode)?;
         let (item, attempt) = kind.item_attempt();
         let tx = self.conn.transaction()?;
@@ -366,6 +483,17 @@ impl Store {
             .optional()?)
     }
 
+    /// Whether any run has planned `item` (the store has a record of it).
+    pub fn knows_item(&self, item: &str) -> Result<bool, StoreError> {
+        Ok(self
+            .conn
+            .query_row("SELECT 1 FROM items WHERE id = ?1 LIMIT 1", [item], |_| {
+                Ok(())
+            })
+            .optional()?
+            .is_some())
+    }
+
     /// The journal entries of one attempt of one run, oldest first (`kind`: only that kind).
     pub fn attempt_events(
         &self,
@@ -426,6 +554,45 @@ impl Store {
         Ok(self
             .conn
             .query_row("SELECT COALESCE(MAX(seq), 0) FROM events", [], |r| r.get(0))?)
+    }
+
+    /// Where the work journaled after position `after` stands: the run an engine opened
+    /// (started or resumed) since, and whether that run has halted since (finished, or stopped
+    /// by an operator or its deadline). A supervisor's restarted engine reads it, so it resumes
+    /// the run it was started for and never starts a new one (issue 13).
+    pub fn since(&self, after: i64) -> Result<Since, StoreError> {
+        let events = self.events_where("seq > ?1 ORDER BY seq", [after], |kind| {
+            matches!(
+                kind,
+                "run_started" | "run_resumed" | "run_finished" | "run_stopped"
+            )
+        })?;
+        let mut since = Since::Nothing;
+        for event in events {
+            since = match (event.kind, since) {
+                (EventKind::RunStarted { .. } | EventKind::RunResumed { .. }, _) => {
+                    Since::Open(event.run_id)
+                }
+                (EventKind::RunFinished { halt_reason, .. }, Since::Open(run_id))
+                    if run_id == event.run_id =>
+                {
+                    Since::Halted {
+                        run_id,
+                        halt: halt_reason,
+                    }
+                }
+                (EventKind::RunStopped { halt_reason, .. }, Since::Open(run_id))
+                    if run_id == event.run_id =>
+                {
+                    Since::Halted {
+                        run_id,
+                        halt: halt_reason.unwrap_or(crate::halt::HaltReason::OperatorStop),
+                    }
+                }
+                (_, since) => since,
+            };
+        }
+        Ok(since)
     }
 
     /// The journal entries of one run whose kind is one of `kinds`, oldest first.

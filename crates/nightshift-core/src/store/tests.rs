@@ -113,3 +113,105 @@ fn the_lock_is_exclusive_and_names_its_holder() {
     drop(held);
     assert!(RunLock::acquire(&path, "pid 43").is_ok());
 }
+
+/// What a restarted engine reads (issue 13): the run opened after a position, and its halt.
+#[test]
+fn since_names_the_run_opened_after_a_position_and_its_halt() {
+    use crate::halt::HaltReason;
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = Store::open(&dir.path().join("state.db")).unwrap();
+    store.record("old", "t0", started(&["a"])).unwrap();
+    let finished = |h: HaltReason| EventKind::RunFinished {
+        halt_reason: h,
+        exit_code: h.class().code(),
+    };
+    store
+        .record("old", "t1", finished(HaltReason::QueueDrainedAllShipped))
+        .unwrap();
+    let from = store.last_seq().unwrap();
+    assert_eq!(
+        store.since(from).unwrap(),
+        Since::Nothing,
+        "the old run is not ours"
+    );
+    store.record("new", "t2", started(&["a"])).unwrap();
+    assert_eq!(store.since(from).unwrap(), Since::Open("new".into()));
+    store
+        .record(
+            "new",
+            "t3",
+            EventKind::RunStopped {
+                graceful: true,
+                halt_reason: Some(HaltReason::DeadlineReached),
+            },
+        )
+        .unwrap();
+    assert_eq!(
+        store.since(from).unwrap(),
+        Since::Halted {
+            run_id: "new".into(),
+            halt: HaltReason::DeadlineReached
+        }
+    );
+    store
+        .record("new", "t4", EventKind::RunResumed { pid: 1 })
+        .unwrap();
+    assert_eq!(
+        store.since(from).unwrap(),
+        Since::Open("new".into()),
+        "resumed again"
+    );
+    store
+        .record("new", "t5", finished(HaltReason::QueueDrainedWithParked))
+        .unwrap();
+    assert_eq!(
+        store.since(from).unwrap(),
+        Since::Halted {
+            run_id: "new".into(),
+            halt: HaltReason::QueueDrainedWithParked
+        }
+    );
+}
+
+/// A writer whose file was deleted or replaced refuses to write on (issue 13).
+#[test]
+fn a_writer_refuses_a_file_deleted_or_replaced_under_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("state.db");
+    let mut store = Store::open(&path).unwrap();
+    store.record("r", "t0", started(&["a"])).unwrap();
+    std::fs::remove_file(&path).unwrap();
+    let err = store
+        .record("r", "t1", EventKind::RunResumed { pid: 1 })
+        .unwrap_err();
+    assert_eq!(err.unusable(), Some(Unusable::Replaced));
+    std::fs::write(&path, "").unwrap();
+    let err = store
+        .record("r", "t1", EventKind::RunResumed { pid: 1 })
+        .unwrap_err();
+    assert_eq!(
+        err.unusable(),
+        Some(Unusable::Replaced),
+        "a new file at the path"
+    );
+    assert!(
+        err.remedy(".nightshift/state.db")
+            .is_some_and(|r| r.contains("deleted or replaced"))
+    );
+}
+
+/// A file that is not a database is classified corrupt, with one line saying what to do.
+#[test]
+fn a_corrupt_file_is_classified_with_a_remedy() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("state.db");
+    std::fs::write(&path, "not a database at all, just text ".repeat(200)).unwrap();
+    let err = Store::open(&path).err().expect("refused");
+    assert_eq!(err.unusable(), Some(Unusable::Corrupt), "{err:?}");
+    let line = err.remedy(".nightshift/state.db").unwrap();
+    assert!(
+        line.contains("is corrupt") && line.contains("move it aside"),
+        "{line}"
+    );
+    assert!(!line.contains('\n'));
+}

@@ -8,6 +8,7 @@
 
 pub mod health;
 pub mod inhibit;
+pub mod live;
 mod policy;
 pub mod service;
 mod signals;
@@ -41,9 +42,9 @@ pub struct Options {
     pub workspace: Workspace,
     pub clock: Arc<dyn Clock>,
     pub policy: Policy,
-    /// Builds the engine's command line; `true` for the first start only, so an operator's
-    /// `--fresh` is never passed to a restarted engine (which must resume).
-    pub engine: Box<dyn FnMut(bool) -> Command>,
+    /// Builds the engine's command line for a [`Start`], so an operator's `--fresh` is never
+    /// passed to a restarted engine (which must resume, and never starts a new run).
+    pub engine: Box<dyn FnMut(Start) -> Command>,
     /// `[run] prevent_sleep`.
     pub prevent_sleep: bool,
     /// The run fuses, for health (`[limits] run_tokens`, `run_usd`).
@@ -55,6 +56,17 @@ pub struct Options {
     pub notify: crate::config::NotifyConfig,
 }
 
+/// Which start of the engine a command line is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Start {
+    /// The user's `nightshift run`: opens a run (resumes the unfinished one, or starts one).
+    First,
+    /// A restart after a death. `journal_from` is the journal position before the first start:
+    /// the restarted engine resumes the run opened since, and if that run has halted it exits
+    /// with the halt instead of starting a new run (issue 13).
+    Restart { journal_from: i64 },
+}
+
 /// Errors that stop the supervisor itself.
 #[derive(Debug, thiserror::Error)]
 pub enum SuperviseError {
@@ -64,9 +76,19 @@ pub enum SuperviseError {
     Wait(#[source] std::io::Error),
 }
 
-/// Supervises engines until one halts (or a storm); returns the exit code to leave with.
+/// How supervision ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Ended {
+    /// The exit code to leave with.
+    pub code: i32,
+    /// The halt: the journal's for the run this supervisor worked on, or `restart_storm`.
+    /// `None` when no engine got as far as halting a run (e.g. a stop before any run opened).
+    pub halt: Option<HaltReason>,
+}
+
+/// Supervises engines until one halts (or a storm).
 /// `note` receives one-line messages for a person (the binary prints them to stderr).
-pub fn run(mut opts: Options, note: &mut dyn FnMut(&str)) -> Result<i32, SuperviseError> {
+pub fn run(mut opts: Options, note: &mut dyn FnMut(&str)) -> Result<Ended, SuperviseError> {
     let ws = opts.workspace.clone();
     let clock = opts.clock.clone();
     let inhibitor = opts
@@ -110,11 +132,14 @@ pub fn run(mut opts: Options, note: &mut dyn FnMut(&str)) -> Result<i32, Supervi
         },
     };
     let mut restarts = Restarts::new(opts.policy);
-    let mut first = true;
+    // Where the journal stood before the first engine: a restarted engine resumes the run
+    // opened after it, or exits with that run's halt.
+    let journal_from = journal_position(&ws);
+    let mut start = Start::First;
     let mut stop_requested = false;
     loop {
-        let mut cmd = (opts.engine)(first);
-        first = false;
+        let mut cmd = (opts.engine)(start);
+        start = Start::Restart { journal_from };
         restarts.started(clock.mono());
         let mut child = cmd.spawn().map_err(SuperviseError::Spawn)?;
         let pid = nix::unistd::Pid::from_raw(i32::try_from(child.id()).unwrap_or(i32::MAX));
@@ -124,6 +149,7 @@ pub fn run(mut opts: Options, note: &mut dyn FnMut(&str)) -> Result<i32, Supervi
         beat.facts.last_engine_start = Some(clock.wall());
         beat.facts.state = "running".into();
         beat.refresh();
+        let mut stale_alerted = false;
         let status = loop {
             for signal in signals::take() {
                 stop_requested = true;
@@ -133,6 +159,7 @@ pub fn run(mut opts: Options, note: &mut dyn FnMut(&str)) -> Result<i32, Supervi
                 break status;
             }
             if beat.due() {
+                watch_heartbeat(&mut beat, &mut stale_alerted, child.id(), note);
                 beat.refresh();
             }
             std::thread::sleep(POLL);
@@ -142,13 +169,20 @@ pub fn run(mut opts: Options, note: &mut dyn FnMut(&str)) -> Result<i32, Supervi
         beat.facts.last_engine_exit = Some(exit.to_string());
         match restarts.decide(exit, stop_requested, clock.mono()) {
             Decision::Finish(code) => {
+                // The halt is the journal's (a run that finished or stopped since the first
+                // start); health says it, and the caller words its last line from it.
+                let halt = halted_since(&ws, journal_from);
                 // Exit 0 is an operator stop (`nightshift stop` signals the engine itself).
                 let state = if stop_requested || code == 0 {
                     "stopped"
                 } else {
                     "finished"
                 };
-                return Ok(beat.finish(state, code));
+                beat.facts.halt_reason = halt.map(|h| h.as_str().to_owned());
+                return Ok(Ended {
+                    code: beat.finish(state, code),
+                    halt,
+                });
             }
             Decision::Restart { after } => {
                 note(&format!(
@@ -163,7 +197,10 @@ pub fn run(mut opts: Options, note: &mut dyn FnMut(&str)) -> Result<i32, Supervi
                         note(
                             "stopped while waiting to restart the engine; `nightshift run` resumes",
                         );
-                        return Ok(beat.finish("stopped", 0));
+                        return Ok(Ended {
+                            code: beat.finish("stopped", 0),
+                            halt: halted_since(&ws, journal_from),
+                        });
                     }
                     std::thread::sleep(POLL);
                 }
@@ -190,10 +227,93 @@ pub fn run(mut opts: Options, note: &mut dyn FnMut(&str)) -> Result<i32, Supervi
                     "restart_storm: the engine died {starts} times in a row (last: {exit}); not restarting it"
                 ));
                 beat.facts.halt_reason = Some(HaltReason::RestartStorm.as_str().into());
-                return Ok(beat.finish("restart_storm", HaltReason::RestartStorm.class().code()));
+                return Ok(Ended {
+                    code: beat.finish("restart_storm", HaltReason::RestartStorm.class().code()),
+                    halt: Some(HaltReason::RestartStorm),
+                });
             }
         }
     }
+}
+
+/// `heartbeat_stale`: the engine has not beaten for [`live::STALE_AFTER`]. Said in health and
+/// alerted once per episode; an engine that is also stopped (SIGSTOP) past
+/// [`live::FROZEN_KILL_AFTER`] is killed, and the restart policy starts it again.
+fn watch_heartbeat(beat: &mut Heartbeat, alerted: &mut bool, pid: u32, note: &mut dyn FnMut(&str)) {
+    let started = beat
+        .facts
+        .last_engine_start
+        .unwrap_or_else(|| beat.clock.wall());
+    let age = live::beat_age(&beat.ws, pid, started, beat.clock.wall());
+    if age < live::STALE_AFTER {
+        if beat.facts.state == "heartbeat_stale" {
+            beat.facts.state = "running".into();
+        }
+        *alerted = false;
+        return;
+    }
+    beat.facts.state = "heartbeat_stale".into();
+    let frozen = live::is_frozen(pid);
+    if !*alerted {
+        *alerted = true;
+        let line = format!(
+            "heartbeat_stale: the engine (pid {pid}) has not beaten for {}s{}",
+            age.as_secs(),
+            if frozen {
+                format!(
+                    "; it is stopped (SIGSTOP?) and is killed and restarted after {} min",
+                    live::FROZEN_KILL_AFTER.as_secs() / 60
+                )
+            } else {
+                String::new()
+            }
+        );
+        note(&line);
+        let run_id = beat.last.as_ref().and_then(|h| h.run_id.clone());
+        crate::notify::raise(
+            &beat.ws,
+            beat.clock.as_ref(),
+            &beat.notify,
+            &Alert {
+                kind: AlertKind::HumanRequired,
+                summary: line,
+                detail: None,
+                run_id,
+                item: None,
+            },
+        );
+    }
+    if frozen && age >= live::FROZEN_KILL_AFTER {
+        note(&format!(
+            "heartbeat_stale: the engine (pid {pid}) stayed stopped for {}s; killing it (the run resumes)",
+            age.as_secs()
+        ));
+        if let Ok(raw) = i32::try_from(pid) {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(raw),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+        }
+    }
+}
+
+/// The halt of the run opened after journal position `from`, once it halted.
+fn halted_since(ws: &Workspace, from: i64) -> Option<HaltReason> {
+    let store = Store::open_read_only(&ws.state_db()).ok()?;
+    match store.since(from).ok()? {
+        crate::store::Since::Halted { halt, .. } => Some(halt),
+        _ => None,
+    }
+}
+
+/// The position of the newest journal entry (0 without a journal).
+fn journal_position(ws: &Workspace) -> i64 {
+    if !ws.state_db().exists() {
+        return 0;
+    }
+    Store::open_read_only(&ws.state_db())
+        .and_then(|s| s.last_seq())
+        .unwrap_or(0)
 }
 
 /// Reads the store and writes `health.json`; raises the no-ship alert.

@@ -38,9 +38,9 @@ pub(super) fn shipped(args: &AcceptArgs, confirm: bool) -> CommandResult {
 
 fn print(done: &Accepted, confirm: bool) {
     if confirm && !done.actions.is_empty() {
-        println!("{}: confirmed: {}", done.item, done.actions.join("; "));
+        outln!("{}: confirmed: {}", done.item, done.actions.join("; "));
     }
-    println!(
+    outln!(
         "{}: shipped attempt {} onto {} as {}",
         done.item,
         done.attempt,
@@ -48,7 +48,7 @@ fn print(done: &Accepted, confirm: bool) {
         done.commit.get(..10).unwrap_or(&done.commit)
     );
     if let Some(debt) = &done.debt {
-        println!(
+        outln!(
             "{}: review debt recorded ({debt}); the next `nightshift run` reviews it first",
             done.item
         );

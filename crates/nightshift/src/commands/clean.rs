@@ -46,16 +46,16 @@ pub fn run(args: &CleanArgs) -> CommandResult {
     };
     for r in &plan.remove {
         match r {
-            Removal::Ref { name, why } => println!("{verb} ref    {name}  ({why})"),
-            Removal::Branch { name, why } => println!("{verb} branch {name}  ({why})"),
-            Removal::Dir { path, why } => println!("{verb} dir    {}  ({why})", path.display()),
+            Removal::Ref { name, why } => outln!("{verb} ref    {name}  ({why})"),
+            Removal::Branch { name, why } => outln!("{verb} branch {name}  ({why})"),
+            Removal::Dir { path, why } => outln!("{verb} dir    {}  ({why})", path.display()),
         }
     }
     for k in &plan.keep {
-        println!("keep          {}  ({})", k.what, k.why);
+        outln!("keep          {}  ({})", k.what, k.why);
     }
     if plan.remove.is_empty() {
-        println!("nothing to remove");
+        outln!("nothing to remove");
     } else if !args.dry_run {
         clean::apply(&ws, &plan).map_err(|e| CommandError::new(ExitClass::Internal, chain(&e)))?;
     }

@@ -87,14 +87,14 @@ pub fn run(args: &DemoArgs) -> CommandResult {
         )
     })?;
 
-    println!("nightshift demo: a shell project with five open items, worked by a scripted agent");
-    println!("repository: {}\n", repo.display());
+    outln!("nightshift demo: a shell project with five open items, worked by a scripted agent");
+    outln!("repository: {}\n", repo.display());
     let ws = Workspace::new(&repo);
     let config = config::load(&repo.join(config::FILE_NAME))?;
     let plan = plan::load(&config, &repo)?;
     let mut observe = |event: &nightshift_core::store::Event| {
         if let Some(line) = render::event_line(event) {
-            println!("  {line}");
+            outln!("  {line}");
         }
     };
     let summary = engine::run(
@@ -106,19 +106,20 @@ pub fn run(args: &DemoArgs) -> CommandResult {
             clock: Arc::new(SystemClock),
             loop_mode: false,
             until: None,
+            restart_after: None,
         },
         &mut observe,
     )?;
     if let Some(store) = super::read_store(&ws)?
         && let Some(run) = store.run(&summary.run_id)?
     {
-        print!("{}", render::summary(&run, &summary.items));
+        out!("{}", render::summary(&run, &summary.items));
     }
-    println!("\nlook around:");
-    println!("  cd {}", repo.display());
-    println!("  git log --oneline            # one commit per shipped item");
-    println!("  nightshift status            # every item's state (--json for scripts)");
-    println!("  nightshift log               # the journal of everything that happened");
+    outln!("\nlook around:");
+    outln!("  cd {}", repo.display());
+    outln!("  git log --oneline            # one commit per shipped item");
+    outln!("  nightshift status            # every item's state (--json for scripts)");
+    outln!("  nightshift log               # the journal of everything that happened");
     let shipped = summary
         .items
         .iter()
@@ -126,13 +127,13 @@ pub fn run(args: &DemoArgs) -> CommandResult {
         .count();
     let as_designed = summary.halt == HaltReason::QueueDrainedWithParked && shipped == 4;
     if as_designed {
-        println!(
+        outln!(
             "\nthe demo ran as designed: 4 shipped, 1 parked (run exit code: {})",
             summary.halt.class().code()
         );
         Ok(0)
     } else {
-        eprintln!(
+        eoutln!(
             "the demo did not run as designed: {shipped} shipped, halt {}",
             summary.halt
         );

@@ -15,7 +15,7 @@ use crate::json::{DOCTOR_VERSION, DoctorOutput};
 
 pub fn run(args: &DoctorArgs) -> CommandResult {
     if args.json_schema {
-        println!(
+        outln!(
             "{}",
             serde_json::to_string_pretty(&crate::json::doctor_schema()).unwrap_or_default()
         );
@@ -41,8 +41,8 @@ pub fn run(args: &DoctorArgs) -> CommandResult {
     let mut progress = |f: &Finding| {
         if !json {
             let mut out = std::io::stdout().lock();
-            let _ = write!(out, "{}", finding_lines(f));
-            let _ = out.flush();
+            crate::out::note_stdout(write!(out, "{}", finding_lines(f)));
+            crate::out::note_stdout(out.flush());
         }
     };
     let report = doctor::doctor(&ws, &config, &opts, &mut progress);
@@ -55,9 +55,9 @@ pub fn run(args: &DoctorArgs) -> CommandResult {
             halt_reason: halt.map(HaltReason::as_str),
             exit_code: code,
         };
-        println!("{}", serde_json::to_string(&out).unwrap_or_default());
+        outln!("{}", serde_json::to_string(&out).unwrap_or_default());
     } else {
-        println!("{}", verdict_line(&report));
+        outln!("{}", verdict_line(&report));
     }
     Ok(code)
 }
@@ -117,7 +117,7 @@ pub fn gate_run(ws: &Workspace, config: &Config) -> Result<(), CommandError> {
             continue;
         }
         if f.status == Status::Warn || (f.status == Status::Fail && !f.refuses()) {
-            eprintln!("warning: doctor: {}: {}", f.name, f.detail);
+            eoutln!("warning: doctor: {}: {}", f.name, f.detail);
         }
     }
     match report.refusal() {

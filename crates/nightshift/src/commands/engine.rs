@@ -36,10 +36,10 @@ pub fn run(args: &EngineArgs) -> CommandResult {
                 version: LOG_VERSION,
                 event,
             }) {
-                let _ = writeln!(out, "{line}");
+                crate::out::note_stdout(writeln!(out, "{line}"));
             }
         } else if let Some(line) = render::event_line(event) {
-            let _ = writeln!(out, "{line}");
+            crate::out::note_stdout(writeln!(out, "{line}"));
         }
     };
     let summary = engine::run(
@@ -51,19 +51,28 @@ pub fn run(args: &EngineArgs) -> CommandResult {
             clock,
             loop_mode: false,
             until,
+            restart_after: args.restart_after,
         },
         &mut observe,
     )?;
+    if summary.already_halted {
+        eoutln!(
+            "nightshift: run {} already halted ({}); a restart starts no new run",
+            summary.run_id,
+            summary.halt.as_str()
+        );
+        return Ok(summary.halt.class().code());
+    }
     if summary.halt == nightshift_core::halt::HaltReason::OperatorStop && !json {
-        println!("stopped; the work in flight is preserved. `nightshift run` resumes.");
+        outln!("stopped; the work in flight is preserved. `nightshift run` resumes.");
         return Ok(summary.halt.class().code());
     }
     if !json
         && let Some(store) = super::read_store(&ws)?
         && let Some(run) = store.run(&summary.run_id)?
     {
-        print!("{}", render::summary(&run, &summary.items));
-        print!("{}", render::debts(&store.debts()?));
+        out!("{}", render::summary(&run, &summary.items));
+        out!("{}", render::debts(&store.debts()?));
     }
     Ok(summary.halt.class().code())
 }

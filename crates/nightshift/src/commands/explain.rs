@@ -20,7 +20,7 @@ use crate::render::short;
 
 pub fn run(args: &ExplainArgs) -> CommandResult {
     if args.json_schema {
-        println!(
+        outln!(
             "{}",
             serde_json::to_string_pretty(&explain_schema()).unwrap_or_default()
         );
@@ -53,15 +53,15 @@ pub fn run(args: &ExplainArgs) -> CommandResult {
         _ => None,
     };
     if args.json {
-        println!(
+        outln!(
             "{}",
             serde_json::to_string_pretty(&Explain::new(explanation)).unwrap_or_default()
         );
         return Ok(0);
     }
     match explanation {
-        Some(e) => print!("{}", render(&e)),
-        None => println!("no run has started in {}", ws.root().display()),
+        Some(e) => out!("{}", render(&e)),
+        None => outln!("no run has started in {}", ws.root().display()),
     }
     Ok(0)
 }

@@ -79,10 +79,10 @@ pub fn run(args: &LoopArgs) -> CommandResult {
                 version: LOG_VERSION,
                 event,
             }) {
-                let _ = writeln!(out, "{line}");
+                crate::out::note_stdout(writeln!(out, "{line}"));
             }
         } else if let Some(line) = render::event_line(event) {
-            let _ = writeln!(out, "{line}");
+            crate::out::note_stdout(writeln!(out, "{line}"));
         }
     };
     let summary = engine::run(
@@ -94,12 +94,13 @@ pub fn run(args: &LoopArgs) -> CommandResult {
             clock: Arc::new(SystemClock),
             loop_mode: true,
             until: None,
+            restart_after: None,
         },
         &mut observe,
     )?;
     if !json {
         let item = summary.items.first();
-        println!(
+        outln!(
             "loop halted: {} (exit {}){}",
             summary.halt,
             summary.halt.class().code(),
@@ -111,9 +112,10 @@ pub fn run(args: &LoopArgs) -> CommandResult {
             && summary.halt.class() != ExitClass::Converged
             && let Some(item) = item
         {
-            println!(
+            outln!(
                 "  `nightshift explain {}` shows the trajectory; `nightshift restore {}` the work",
-                item.id, item.id
+                item.id,
+                item.id
             );
         }
     }

@@ -44,10 +44,10 @@ pub fn run(args: &InitArgs) -> CommandResult {
             )
         })?;
     }
-    println!("wrote {}", path.display());
+    outln!("wrote {}", path.display());
     if !ignored {
-        println!("added /.nightshift/ to {}", gitignore.display());
+        outln!("added /.nightshift/ to {}", gitignore.display());
     }
-    println!("next: set [agent].command and [check].command, add [[item]]s, then `nightshift run`");
+    outln!("next: set [agent].command and [check].command, add [[item]]s, then `nightshift run`");
     Ok(0)
 }

@@ -42,7 +42,7 @@ pub fn run(args: &LogArgs) -> CommandResult {
                         version: LOG_VERSION,
                         event,
                     }) {
-                        let _ = writeln!(out, "{line}");
+                        crate::out::note_stdout(writeln!(out, "{line}"));
                     }
                 } else {
                     let text = render::event_line(event).unwrap_or_else(|| {
@@ -56,7 +56,7 @@ pub fn run(args: &LogArgs) -> CommandResult {
                                 .unwrap_or_default()
                         )
                     });
-                    let _ = writeln!(out, "{:>5} {}  {text}", event.seq, event.at);
+                    crate::out::note_stdout(writeln!(out, "{:>5} {}  {text}", event.seq, event.at));
                 }
                 if matches!(event.kind, EventKind::RunFinished { .. })
                     && followed_run.as_deref().is_none_or(|r| r == event.run_id)
@@ -65,9 +65,9 @@ pub fn run(args: &LogArgs) -> CommandResult {
                     finished = true;
                 }
             }
-            let _ = out.flush();
+            crate::out::note_stdout(out.flush());
         }
-        if !args.follow || finished {
+        if !args.follow || finished || crate::out::stdout_gone() {
             return Ok(0);
         }
         drop(store);

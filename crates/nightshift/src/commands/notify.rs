@@ -27,12 +27,12 @@ pub fn run(args: &NotifyArgs) -> CommandResult {
                     TestResult::Failed(why) => ("failed", why),
                 };
                 all &= matches!(outcome.result, TestResult::Delivered(_));
-                println!("{:<width$}  {word:<9}  {why}", outcome.name);
+                outln!("{:<width$}  {word:<9}  {why}", outcome.name);
             }
             if all {
                 Ok(0)
             } else {
-                println!(
+                outln!(
                     "not every channel delivered: fix or remove it in [notify] of nightshift.toml"
                 );
                 Ok(ExitClass::Execution.code())

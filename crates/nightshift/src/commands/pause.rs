@@ -27,11 +27,11 @@ pub fn pause(args: &PauseArgs) -> CommandResult {
         )
     })?;
     if new {
-        println!(
+        outln!(
             "pause asked: the step in flight finishes, then nothing new starts (also after a restart); `nightshift resume` goes on"
         );
     } else {
-        println!("already paused; `nightshift resume` goes on");
+        outln!("already paused; `nightshift resume` goes on");
     }
     Ok(0)
 }
@@ -48,9 +48,9 @@ pub fn resume(args: &PauseArgs) -> CommandResult {
         )
     })?;
     if had {
-        println!("resumed: the run goes on within a second or two");
+        outln!("resumed: the run goes on within a second or two");
     } else {
-        println!("not paused");
+        outln!("not paused");
     }
     Ok(0)
 }

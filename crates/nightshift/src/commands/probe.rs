@@ -15,7 +15,7 @@ use crate::json::{PROBE_VERSION, ProbeOutput};
 
 pub fn run(args: &ProbeArgs) -> CommandResult {
     if args.json_schema {
-        println!(
+        outln!(
             "{}",
             serde_json::to_string_pretty(&crate::json::probe_schema()).unwrap_or_default()
         );
@@ -89,12 +89,12 @@ pub fn run(args: &ProbeArgs) -> CommandResult {
             ),
             None => String::new(),
         };
-        eprintln!("probe: `{command}` at HEAD, {runs} runs{goal}, seed {seed}");
+        eoutln!("probe: `{command}` at HEAD, {runs} runs{goal}, seed {seed}");
         let dirty = nightshift_core::git::Git::new(ws.root())
             .run(&["status", "--porcelain", "--untracked-files=no"])
             .is_ok_and(|s| !s.trim().is_empty());
         if dirty {
-            eprintln!("probe: note: uncommitted changes are not probed (the check runs on HEAD)");
+            eoutln!("probe: note: uncommitted changes are not probed (the check runs on HEAD)");
         }
     }
     let mut progress = |run: &ProbeRun, total: u64| {
@@ -122,7 +122,7 @@ pub fn run(args: &ProbeArgs) -> CommandResult {
             .hint("the probe needs a commit at HEAD and the [worktree] seed files")
     })?;
     if tty && !json {
-        eprintln!();
+        eoutln!();
     }
     let code = report.halt.map_or(0, |h| h.class().code());
     if json {
@@ -133,10 +133,10 @@ pub fn run(args: &ProbeArgs) -> CommandResult {
             exit_code: code,
             report: &report,
         };
-        println!("{}", serde_json::to_string(&out).unwrap_or_default());
+        outln!("{}", serde_json::to_string(&out).unwrap_or_default());
         return Ok(code);
     }
-    println!("{}", report.summary());
+    outln!("{}", report.summary());
     for d in &report.dimensions {
         let line = if d.available {
             format!(
@@ -152,10 +152,10 @@ pub fn run(args: &ProbeArgs) -> CommandResult {
                 d.note.as_deref().unwrap_or("unavailable")
             )
         };
-        println!("{line}");
+        outln!("{line}");
     }
     for r in report.disagreeing_runs.iter().take(5) {
-        println!(
+        outln!(
             "  run {} ({}, {}) was {} (exit {})",
             r.index,
             r.dimension,
@@ -165,24 +165,24 @@ pub fn run(args: &ProbeArgs) -> CommandResult {
         );
     }
     if report.halt.is_none() && report.majority.as_ref().is_some_and(|v| !v.green) {
-        println!(
+        outln!(
             "  note: the check is red at HEAD (every run agreed); the bound is on disagreements"
         );
     }
     if let Some(dir) = &report.kept_logs {
-        println!("  logs: {}", dir.display());
+        outln!("  logs: {}", dir.display());
     }
     if report.halt.is_none()
         && let Some(false) = report.meets_target
         && let Some(rate) = report.max_flake_rate
     {
-        println!(
+        outln!(
             "  the bound does not reach the target {}",
             stats::percent_up(rate)
         );
     }
     if report.halt == Some(HaltReason::CheckFlaky) {
-        println!(
+        outln!(
             "  reproduce the settings with --seed {}; a check the loop cannot trust turns noise into work",
             report.seed
         );

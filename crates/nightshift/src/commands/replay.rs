@@ -173,13 +173,13 @@ pub fn run(args: &ReplayArgs) -> CommandResult {
         return unverified(args, report, "mismatch", detail);
     }
     if args.json {
-        println!(
+        outln!(
             "{}",
             serde_json::to_string_pretty(&report).unwrap_or_default()
         );
     } else {
         print_lines(&report);
-        println!("MATCH");
+        outln!("MATCH");
     }
     Ok(0)
 }
@@ -337,7 +337,7 @@ fn unverified(
     report.halt_reason = Some(HaltReason::ObjectiveUnverified.as_str().into());
     report.detail = Some(detail.clone());
     if args.json {
-        println!(
+        outln!(
             "{}",
             serde_json::to_string_pretty(&report).unwrap_or_default()
         );
@@ -354,12 +354,14 @@ fn unverified(
 }
 
 fn print_lines(r: &Replay) {
-    println!(
+    outln!(
         "receipt:      {}  (signature {}, key {})",
-        r.receipt, r.signature, r.key_id
+        r.receipt,
+        r.signature,
+        r.key_id
     );
     if let (Some(item), Some(attempt), Some(verdict)) = (&r.item, r.attempt, &r.verdict) {
-        println!(
+        outln!(
             "recorded:     {item} attempt {attempt}, run {}, verdict {verdict}",
             r.run_id.as_deref().unwrap_or("?")
         );
@@ -375,21 +377,21 @@ fn print_lines(r: &Replay) {
             .as_deref()
             .map(|c| format!(", via shipped commit {}", short(c)))
             .unwrap_or_default();
-        println!(
+        outln!(
             "check:        {command}  @ {}  ({tree}{via})",
             short(commit)
         );
     }
     if let Some(recorded) = &r.fingerprint_recorded {
         let observed = r.fingerprint_observed.as_deref().unwrap_or("-");
-        println!(
+        outln!(
             "fingerprint:  recorded {}  observed {}",
             short(recorded),
             short(observed)
         );
     }
     if let Some(log) = &r.log {
-        println!("log:          {log}");
+        outln!("log:          {log}");
     }
 }
 

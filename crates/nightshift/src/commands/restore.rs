@@ -73,12 +73,12 @@ pub fn run(args: &RestoreArgs) -> CommandResult {
         }
     }
     let short = commit.get(..10).unwrap_or(&commit);
-    println!(
+    outln!(
         "restored attempt {attempt} of {} to branch {branch} ({short})",
         args.item
     );
-    println!("  see what it did:   git log --stat -p {branch}");
-    println!("  work on it:        git switch {branch}");
+    outln!("  see what it did:   git log --stat -p {branch}");
+    outln!("  work on it:        git switch {branch}");
     Ok(0)
 }
 

@@ -7,7 +7,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use nightshift_core::clock::{Clock, SystemClock};
-use nightshift_core::halt::ExitClass;
+use nightshift_core::halt::{ExitClass, HaltReason};
 use nightshift_core::store::{EventKind, Store};
 use nightshift_core::supervise::{self, Policy};
 use nightshift_core::workspace::Workspace;
@@ -30,7 +30,7 @@ pub fn run(args: &RunArgs) -> CommandResult {
     // after it does not read it as tomorrow's.
     let until = parse_until(args.until.as_deref(), clock.as_ref())?;
     if args.resume_only && !has_unfinished_run(&ws)? {
-        println!(
+        outln!(
             "no unfinished run in {}; nothing to resume",
             ws.root().display()
         );
@@ -48,13 +48,14 @@ pub fn run(args: &RunArgs) -> CommandResult {
     // A channel that cannot deliver here is said now, on stderr and in ATTENTION (issue 6);
     // then the quick doctor: a failing safety or product finding refuses to start.
     for line in nightshift_core::notify::run_starting(&ws, clock.as_ref(), &config.notify) {
-        eprintln!("warning: {line}");
+        eoutln!("warning: {line}");
     }
     super::doctor::gate_run(&ws, &config)?;
     let until_arg = until.map(|u| (u.at.to_string(), u.given));
     let root = ws.root().to_owned();
     let (json, fresh) = (args.json, args.fresh);
-    let engine = Box::new(move |first: bool| {
+    let engine = Box::new(move |start: supervise::Start| {
+        let first = start == supervise::Start::First;
         let mut cmd = Command::new(&exe);
         cmd.arg("engine").arg("-C").arg(&root);
         if json {
@@ -68,9 +69,12 @@ pub fn run(args: &RunArgs) -> CommandResult {
         if first && let Some((at, given)) = &until_arg {
             cmd.arg("--until").arg(at).arg("--until-given").arg(given);
         }
+        if let supervise::Start::Restart { journal_from } = start {
+            cmd.arg("--restart-after").arg(journal_from.to_string());
+        }
         cmd
     });
-    let code = supervise::run(
+    let ended = supervise::run(
         supervise::Options {
             workspace: ws.clone(),
             clock: clock.clone(),
@@ -84,16 +88,16 @@ pub fn run(args: &RunArgs) -> CommandResult {
             no_ship_hours: 0.0,
             notify: config.notify.clone(),
         },
-        &mut |line| eprintln!("nightshift: {line}"),
+        &mut |line| eoutln!("nightshift: {line}"),
     )
     .map_err(|e| CommandError::new(ExitClass::Execution, crate::error::chain(&e)))?;
-    if code == ExitClass::Liveness.code() {
-        eprintln!(
+    if ended.halt == Some(HaltReason::RestartStorm) {
+        eoutln!(
             "error: the engine kept dying (restart_storm); see .nightshift/ATTENTION and the output above"
         );
-        eprintln!("  help: the run is resumable: fix the cause, then `nightshift run`");
+        eoutln!("  help: the run is resumable: fix the cause, then `nightshift run`");
     }
-    Ok(code)
+    Ok(ended.code)
 }
 
 fn has_unfinished_run(ws: &Workspace) -> Result<bool, CommandError> {
@@ -172,7 +176,7 @@ fn detach(ws: &Workspace, exe: &Path, args: &RunArgs) -> CommandResult {
                     return Ok(0);
                 }
                 let tail = std::fs::read_to_string(&log).unwrap_or_default();
-                eprint!("{tail}");
+                eout!("{tail}");
                 return Err(CommandError::new(
                     class_of(code),
                     format!(
@@ -196,7 +200,7 @@ fn detach(ws: &Workspace, exe: &Path, args: &RunArgs) -> CommandResult {
     };
     match run_id {
         Some(id) => print_detached(ws, args, &id, child.id(), &log),
-        None => println!(
+        None => outln!(
             "started in the background (supervisor pid {}), but no run opened within {}s; see {}",
             child.id(),
             DETACH_WAIT.as_secs(),
@@ -231,12 +235,12 @@ fn print_detached(ws: &Workspace, args: &RunArgs, run_id: &str, pid: u32, log: &
         Some(_) => format!(" -C {}", ws.root().display()),
         None => String::new(),
     };
-    println!("run {run_id} is working in the background (supervisor pid {pid})");
-    println!("  follow:  nightshift{c} log -f");
-    println!("  status:  nightshift{c} status");
-    println!("  wait:    nightshift{c} wait");
-    println!("  stop:    nightshift{c} stop");
-    println!("  output:  {}", log.display());
+    outln!("run {run_id} is working in the background (supervisor pid {pid})");
+    outln!("  follow:  nightshift{c} log -f");
+    outln!("  status:  nightshift{c} status");
+    outln!("  wait:    nightshift{c} wait");
+    outln!("  stop:    nightshift{c} stop");
+    outln!("  output:  {}", log.display());
 }
 
 fn class_of(code: i32) -> ExitClass {

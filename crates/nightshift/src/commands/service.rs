@@ -33,10 +33,10 @@ pub fn run(args: &ServiceArgs) -> CommandResult {
             let file = service::service_file(Manager::native(), &home, &exe, ws.root());
             let enable: Vec<String> = file.enable.iter().map(|c| c.join(" ")).collect();
             if install.dry_run {
-                println!("would write {}:", file.path.display());
-                print!("{}", file.content);
+                outln!("would write {}:", file.path.display());
+                out!("{}", file.content);
                 for cmd in &enable {
-                    println!("would run: {cmd}");
+                    outln!("would run: {cmd}");
                 }
                 return Ok(0);
             }
@@ -54,16 +54,16 @@ pub fn run(args: &ServiceArgs) -> CommandResult {
                     format!("write {}: {e}", file.path.display()),
                 )
             })?;
-            println!("wrote {}", file.path.display());
+            outln!("wrote {}", file.path.display());
             for (argv, text) in file.enable.iter().zip(&enable) {
                 let Some((program, rest)) = argv.split_first() else {
                     continue;
                 };
                 match Command::new(program).args(rest).output() {
-                    Ok(out) if out.status.success() => println!("ran: {text}"),
+                    Ok(out) if out.status.success() => outln!("ran: {text}"),
                     Ok(out) => {
                         let why = String::from_utf8_lossy(&out.stderr);
-                        println!(
+                        outln!(
                             "could not run `{text}`: {}; run it yourself once it can work",
                             why.lines().next().unwrap_or("failed").trim()
                         );
@@ -71,7 +71,7 @@ pub fn run(args: &ServiceArgs) -> CommandResult {
                         return Ok(0);
                     }
                     Err(e) => {
-                        println!(
+                        outln!(
                             "could not run `{text}`: {e}; run it yourself where it is available"
                         );
                         print_rest(&enable, text);
@@ -79,7 +79,7 @@ pub fn run(args: &ServiceArgs) -> CommandResult {
                     }
                 }
             }
-            println!(
+            outln!(
                 "{} resumes a live run in {} at {}",
                 file.name,
                 ws.root().display(),
@@ -97,8 +97,8 @@ pub fn run(args: &ServiceArgs) -> CommandResult {
 /// Lists the enable commands from `failed` on.
 fn print_rest(enable: &[String], failed: &str) {
     let from = enable.iter().position(|c| c == failed).unwrap_or(0);
-    println!("to enable it:");
+    outln!("to enable it:");
     for cmd in &enable[from..] {
-        println!("  {cmd}");
+        outln!("  {cmd}");
     }
 }

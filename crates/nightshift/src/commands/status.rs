@@ -1,5 +1,7 @@
 //! `nightshift status`: the latest run and each item's state.
 
+use nightshift_core::supervise::live;
+
 use crate::CommandResult;
 use crate::cli::StatusArgs;
 use crate::json::{Status, status_schema};
@@ -7,45 +9,70 @@ use crate::render;
 
 pub fn run(args: &StatusArgs) -> CommandResult {
     if args.json_schema {
-        println!(
+        outln!(
             "{}",
             serde_json::to_string_pretty(&status_schema()).unwrap_or_default()
         );
         return Ok(0);
     }
     let ws = super::workspace(&args.repo)?;
-    let (run, items, debts) = match super::read_store(&ws)? {
+    let clock = super::testclock::clock();
+    let (run, items, debts, life) = match super::read_store(&ws)? {
         Some(store) => {
             let debts = store.debts()?;
             match store.latest_run()? {
                 Some(run) => {
                     let items = store.items(&run.id)?;
-                    (Some(run), items, debts)
+                    let life = live::run_life(&ws, &store, &run, clock.as_ref())?;
+                    (Some(run), items, debts, Some(life))
                 }
-                None => (None, Vec::new(), debts),
+                None => (None, Vec::new(), debts, None),
             }
         }
-        None => (None, Vec::new(), Vec::new()),
+        None => (None, Vec::new(), Vec::new(), None),
     };
     if args.json {
-        println!(
+        let mut status = Status::new(run.as_ref(), &items, &debts);
+        if let (Some(r), Some(life)) = (status.run.as_mut(), &life) {
+            r.live = Some(life.state.to_owned());
+            r.engine_pid = life.engine_pid;
+            r.heartbeat_age_s = life.heartbeat_age_s;
+            if r.halt_reason.is_none()
+                && let Some(halt) = life.halt
+            {
+                r.halt_reason = Some(halt.as_str().to_owned());
+                r.exit_code = Some(halt.class().code());
+            }
+        }
+        outln!(
             "{}",
-            serde_json::to_string_pretty(&Status::new(run.as_ref(), &items, &debts))
-                .unwrap_or_default()
+            serde_json::to_string_pretty(&status).unwrap_or_default()
         );
     } else {
         match &run {
             Some(run) => {
-                print!("{}", render::status(run, &items));
+                // The state shown is what is true now, not only what the run table says.
+                let mut shown = run.clone();
+                if let Some(life) = life.as_ref().filter(|l| l.state != "finished") {
+                    life.state.clone_into(&mut shown.state);
+                    if let Some(halt) = life.halt {
+                        shown.halt_reason = Some(halt.as_str().to_owned());
+                        shown.exit_code = Some(halt.class().code());
+                    }
+                }
+                out!("{}", render::status(&shown, &items));
+                if let Some(life) = life.as_ref().filter(|l| !l.detail.is_empty()) {
+                    outln!("  {}", life.detail);
+                }
                 if nightshift_core::control::pause_requested(&ws)
                     && run.is_running()
                     && run.pause_reason.as_deref() != Some(nightshift_core::control::OPERATOR_PAUSE)
                 {
-                    println!("pause asked: the run pauses after the step in flight");
+                    outln!("pause asked: the run pauses after the step in flight");
                 }
-                print!("{}", render::debts(&debts));
+                out!("{}", render::debts(&debts));
             }
-            None => println!("no run has started in {}", ws.root().display()),
+            None => outln!("no run has started in {}", ws.root().display()),
         }
     }
     Ok(0)

@@ -26,12 +26,12 @@ pub fn run(args: &StopArgs) -> CommandResult {
                     nix::unistd::Pid::from_raw(pid),
                     nix::sys::signal::Signal::SIGTERM,
                 );
-                println!(
+                outln!(
                     "the supervisor (pid {pid}) was between engines; asked it not to start another. `nightshift run` resumes"
                 );
                 return Ok(0);
             }
-            println!("no run is working in {}", ws.root().display());
+            outln!("no run is working in {}", ws.root().display());
             return Ok(0);
         }
         Err(LockError::Held { .. }) => {}
@@ -59,7 +59,7 @@ pub fn run(args: &StopArgs) -> CommandResult {
             format!("signal the engine (pid {pid}): {e}"),
         )
     })?;
-    println!(
+    outln!(
         "asked the run (pid {pid}) to stop{}; waiting",
         if args.graceful {
             " after the step in flight"
@@ -70,7 +70,7 @@ pub fn run(args: &StopArgs) -> CommandResult {
     let started = Instant::now();
     while started.elapsed() < WAIT {
         if RunLock::acquire(&lock_path, "nightshift stop (probe)").is_ok() {
-            println!("stopped; `nightshift run` resumes it");
+            outln!("stopped; `nightshift run` resumes it");
             return Ok(0);
         }
         std::thread::sleep(Duration::from_millis(100));

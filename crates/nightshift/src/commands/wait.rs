@@ -22,7 +22,7 @@ const POLL: Duration = Duration::from_millis(100);
 
 pub fn run(args: &WaitArgs) -> CommandResult {
     if args.json_schema {
-        println!(
+        outln!(
             "{}",
             serde_json::to_string_pretty(&wait_schema()).unwrap_or_default()
         );
@@ -66,7 +66,7 @@ pub fn run(args: &WaitArgs) -> CommandResult {
         }
     }
     // The handshake line: from here on every new event is seen.
-    eprintln!(
+    eoutln!(
         "nightshift wait: watching for {} events after journal entry {after}",
         for_.as_str()
     );
@@ -136,8 +136,8 @@ fn emit(event: Option<&Event>, wake: Option<Wake>) -> i32 {
     };
     let mut out = std::io::stdout().lock();
     if let Ok(text) = serde_json::to_string(&line) {
-        let _ = writeln!(out, "{text}");
+        crate::out::note_stdout(writeln!(out, "{text}"));
     }
-    let _ = out.flush();
+    crate::out::note_stdout(out.flush());
     exit_code
 }

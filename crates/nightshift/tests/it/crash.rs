@@ -14,6 +14,7 @@ const POINTS: &[&str] = &[
     "run_started",
     "attempt_started",
     "worktree_ready",
+    "baseline_checked",
     "session_started",
     "session_ended",
     "check_started",
@@ -26,7 +27,9 @@ const POINTS: &[&str] = &[
     "preserved",
     "worktree_removed",
     "attempt_failed",
+    "item_parked",
     "pass_started",
+    "run_finished",
 ];
 
 /// Items: `a` ships at once, `b` ships on its second iteration, `c` never (parked).
@@ -126,6 +129,181 @@ fn sigkill_at_every_transition_then_resume_ships_each_item_exactly_once() {
     );
 }
 
+/// The points of the operator pause (their own test below).
+const PAUSE_POINTS: &[&str] = &["run_paused", "run_unpaused"];
+
+/// The points of `run --until` (their own test below).
+const DEADLINE_POINTS: &[&str] = &["deadline_set", "run_stopped"];
+
+/// The points of pushing to a remote (their own test below).
+const PUSH_POINTS: &[&str] = &["push_failed", "pushed"];
+
+/// The points of a session's budget (their own test below).
+const BUDGET_POINTS: &[&str] = &["budget_warned", "budget_tripped"];
+
+/// The point of a gates file that does not parse (its own test below).
+const GATE_POINTS: &[&str] = &["gate_warned"];
+
+/// The point of a review that escalates (its own test below).
+const ESCALATION_POINTS: &[&str] = &["item_escalated"];
+
+/// The points of review debt (their own test below).
+const DEBT_POINTS: &[&str] = &["debt_review_started", "debt_settled"];
+
+/// The point of a silent session's nudge (its own test below).
+const NUDGE_POINTS: &[&str] = &["session_nudged"];
+
+/// The point of an item that waits on a person's action (its own test below).
+const OPERATOR_POINTS: &[&str] = &["item_awaiting_operator"];
+
+/// The point of a conflict with the target (its own test below).
+const CONFLICT_POINTS: &[&str] = &["conflict_found"];
+
+/// The points a reviewed plan adds.
+const REVIEW_POINTS: &[&str] = &["review_started", "review_ended", "review_decided"];
+
+/// Items `a` and `b` ship, each after an approving review (a shell script reviewer).
+fn review_repo() -> Repo {
+    let repo = Repo::new(&project());
+    repo.agent("a", &solves("a"));
+    repo.agent("b", &solves("b"));
+    let script = repo.agent_dir.join("review.sh");
+    std::fs::write(
+        &script,
+        r#"printf '%s\n' '{"verdict": "approve", "reason": "looks right", "findings": []}' > "$NIGHTSHIFT_VERDICT_FILE""#,
+    )
+    .unwrap();
+    repo.configure(&format!(
+        "{}\n[agent.review]\ncommand = [\"sh\", \"{}\"]\n\n[review]\nwhen = \"always\"\n",
+        plan(&repo, &["a", "b"], 2, 1),
+        script.display()
+    ));
+    repo
+}
+
+/// The kinds a plan journals when nothing goes wrong.
+fn journaled_kinds(repo: &Repo, code: i32) -> Vec<&'static str> {
+    let out = repo.run(&["run"]);
+    assert_eq!(out.status.code(), Some(code), "{}", text(&out));
+    let mut kinds: Vec<&str> = repo
+        .store()
+        .events_after(0, 100_000)
+        .unwrap()
+        .iter()
+        .map(|e| e.kind.name())
+        .collect();
+    kinds.sort_unstable();
+    kinds.dedup();
+    kinds
+}
+
+/// The matrix is computed, not hand-kept: every kind the crash plans journal has its point.
+#[test]
+fn the_crash_points_cover_every_event_the_crash_plan_journals() {
+    let kinds = journaled_kinds(&crash_repo(), 11);
+    let missing: Vec<_> = kinds.iter().filter(|k| !POINTS.contains(k)).collect();
+    assert!(
+        missing.is_empty(),
+        "no failpoint in the matrix for {missing:?}"
+    );
+    let kinds = journaled_kinds(&review_repo(), 10);
+    let missing: Vec<_> = kinds
+        .iter()
+        .filter(|k| !POINTS.contains(k) && !REVIEW_POINTS.contains(k))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "no failpoint in the review matrix for {missing:?}"
+    );
+}
+
+/// A reviewed plan, killed once at each review transition under the supervisor: the same run
+/// resumes, each item ships exactly once, nothing follows `run_finished`.
+#[test]
+fn sigkill_at_every_review_transition_under_the_supervisor_resumes_the_same_run() {
+    for point in REVIEW_POINTS {
+        for nth in [1, 2] {
+            let spec = format!("{point}@{nth}");
+            let repo = review_repo();
+            let once = repo.agent_dir.join("failpoint-fired");
+            let out = repo
+                .cmd(&["run"])
+                .env(failpoint::ENV, &spec)
+                .env(failpoint::ONCE_ENV, &once)
+                .output()
+                .unwrap();
+            assert_eq!(out.status.code(), Some(10), "{spec}\n{}", text(&out));
+            assert!(once.exists(), "{spec}: the failpoint was never reached");
+            let kinds: Vec<&'static str> = repo
+                .store()
+                .events_after(0, 100_000)
+                .unwrap()
+                .iter()
+                .map(|e| e.kind.name())
+                .collect();
+            assert_eq!(
+                kinds.iter().filter(|k| **k == "run_started").count(),
+                1,
+                "{spec}: {kinds:?}"
+            );
+            assert_eq!(
+                kinds.iter().position(|k| *k == "run_finished"),
+                Some(kinds.len() - 1),
+                "{spec}: {kinds:?}"
+            );
+            assert_eq!(repo.shipped_items(), ["a", "b"], "{spec}");
+            repo.assert_clean_end();
+        }
+    }
+}
+
+/// The same matrix under the supervisor (`nightshift run`): the engine dies once at the point
+/// (`NIGHTSHIFT_FAILPOINT_ONCE`), the supervisor restarts it, and the restarted engine resumes
+/// the same run — or, after `run_finished`, exits with its halt. A supervisor never starts a
+/// new run: the journal holds exactly one `run_started`, and nothing follows `run_finished`.
+#[test]
+fn sigkill_at_every_transition_under_the_supervisor_resumes_the_same_run() {
+    for point in POINTS {
+        for nth in [1, 2] {
+            let spec = format!("{point}@{nth}");
+            let context = format!("{spec} (supervised)");
+            let repo = crash_repo();
+            let once = repo.agent_dir.join("failpoint-fired");
+            let out = repo
+                .cmd(&["run"])
+                .env(failpoint::ENV, &spec)
+                .env(failpoint::ONCE_ENV, &once)
+                .output()
+                .unwrap();
+            assert_eq!(out.status.code(), Some(11), "{context}\n{}", text(&out));
+            if nth == 1 {
+                assert!(once.exists(), "{context}: the failpoint was never reached");
+            }
+            let kinds: Vec<&'static str> = repo
+                .store()
+                .events_after(0, 100_000)
+                .unwrap()
+                .iter()
+                .map(|e| e.kind.name())
+                .collect();
+            assert_eq!(
+                kinds.iter().filter(|k| **k == "run_started").count(),
+                1,
+                "{context}: the supervisor started a new run: {kinds:?}"
+            );
+            let finished = kinds.iter().position(|k| *k == "run_finished");
+            assert_eq!(
+                finished,
+                Some(kinds.len() - 1),
+                "{context}: nothing follows run_finished: {kinds:?}"
+            );
+            assert_eq!(repo.shipped_items(), ["a", "b"], "{context}");
+            assert_eq!(repo.item_state("c"), "parked", "{context}");
+            repo.assert_clean_end();
+        }
+    }
+}
+
 #[test]
 fn an_engine_killed_mid_session_leaves_no_orphan_and_the_session_runs_again() {
     let repo = Repo::new(&project());
@@ -174,4 +352,496 @@ fn an_engine_killed_mid_session_leaves_no_orphan_and_the_session_runs_again() {
         .count();
     assert_eq!(sessions, 2, "the interrupted session ran again, once");
     repo.assert_clean_end();
+}
+
+/// The operator pause's transitions, killed once each under the supervisor: the restarted
+/// engine resumes the same run, still paused until `nightshift resume`, then finishes it.
+#[test]
+fn sigkill_at_the_pause_transitions_under_the_supervisor_resumes_the_same_run() {
+    use nightshift_core::store::EventKind;
+    use std::process::Stdio;
+    for point in PAUSE_POINTS.iter().copied() {
+        let repo = Repo::new(&project());
+        repo.agent("a", &solves("a"));
+        repo.configure(&plan(&repo, &["a"], 1, 1));
+        let once = repo.agent_dir.join("failpoint-fired");
+        assert_eq!(repo.run(&["pause"]).status.code(), Some(0));
+        let run = repo
+            .cmd(&["run"])
+            .env(failpoint::ENV, point)
+            .env(failpoint::ONCE_ENV, &once)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Paused (again, after the restart when the kill came at run_paused).
+        let paused_engines = if point == "run_paused" { 2 } else { 1 };
+        wait_for(&repo, |kinds| {
+            kinds
+                .iter()
+                .filter(|k| k.name() == "run_started" || k.name() == "run_resumed")
+                .count()
+                >= paused_engines
+                && kinds
+                    .iter()
+                    .any(|k| matches!(k, EventKind::RunPaused { .. }))
+        });
+        assert_eq!(repo.run(&["resume"]).status.code(), Some(0));
+        let out = run.wait_with_output().unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(10),
+            "{point}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(once.exists(), "{point}: the failpoint was never reached");
+        let kinds: Vec<&'static str> = repo
+            .store()
+            .events_after(0, 100_000)
+            .unwrap()
+            .iter()
+            .map(|e| e.kind.name())
+            .collect();
+        assert_eq!(
+            kinds.iter().filter(|k| **k == "run_started").count(),
+            1,
+            "{point}: {kinds:?}"
+        );
+        assert_eq!(repo.shipped_items(), ["a"], "{point}");
+        repo.assert_clean_end();
+    }
+}
+
+/// Polls the journal (a bounded handshake) until `pred` holds for its kinds.
+fn wait_for(repo: &Repo, pred: impl Fn(&[nightshift_core::store::EventKind]) -> bool) {
+    let start = std::time::Instant::now();
+    while start.elapsed() < std::time::Duration::from_secs(60) {
+        let seen =
+            nightshift_core::store::Store::open_read_only(&repo.root.join(".nightshift/state.db"))
+                .and_then(|s| s.events_after(0, 100_000));
+        if let Ok(all) = seen {
+            let kinds: Vec<_> = all.into_iter().map(|e| e.kind).collect();
+            if pred(&kinds) {
+                return;
+            }
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    panic!("timed out waiting for the journal");
+}
+
+/// `run --until`'s transitions, killed once each under the supervisor (a faked wall clock; the
+/// run is held by an operator pause until the clock passes the deadline). A kill right after
+/// the deadline's `run_stopped` must not resume work: the restarted engine exits 19 with that
+/// halt. Either way no attempt starts after the deadline and there is one run.
+#[test]
+fn sigkill_at_the_deadline_transitions_under_the_supervisor_starts_nothing_after_it() {
+    use nightshift_core::store::EventKind;
+    use std::process::Stdio;
+    for point in DEADLINE_POINTS.iter().copied() {
+        let repo = Repo::new(&project());
+        repo.agent("a", &solves("a"));
+        repo.configure(&plan(&repo, &["a"], 1, 1));
+        let once = repo.agent_dir.join("failpoint-fired");
+        let now = repo.agent_dir.join("now");
+        std::fs::write(&now, "2026-01-01T06:59:00Z").unwrap();
+        assert_eq!(repo.run(&["pause"]).status.code(), Some(0));
+        let run = repo
+            .cmd(&["run", "--until", "07:00"])
+            .env("NIGHTSHIFT_FAKE_NOW_FILE", &now)
+            .env(failpoint::ENV, point)
+            .env(failpoint::ONCE_ENV, &once)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        wait_for(&repo, |kinds| {
+            kinds
+                .iter()
+                .any(|k| matches!(k, EventKind::RunPaused { .. }))
+        });
+        std::fs::write(&now, "2026-01-01T07:00:01Z").unwrap();
+        let out = run.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(19), "{point}\n{stderr}");
+        assert!(!stderr.contains("kept dying"), "{point}: {stderr}");
+        assert!(once.exists(), "{point}: the failpoint was never reached");
+        let kinds: Vec<&'static str> = repo
+            .store()
+            .events_after(0, 100_000)
+            .unwrap()
+            .iter()
+            .map(|e| e.kind.name())
+            .collect();
+        assert_eq!(
+            kinds.iter().filter(|k| **k == "run_started").count(),
+            1,
+            "{point}: {kinds:?}"
+        );
+        assert!(!kinds.contains(&"attempt_started"), "{point}: {kinds:?}");
+        assert_eq!(
+            kinds.iter().filter(|k| **k == "run_stopped").count(),
+            1,
+            "{point}: one deadline stop: {kinds:?}"
+        );
+        assert_eq!(kinds.last(), Some(&"run_stopped"), "{point}: {kinds:?}");
+    }
+}
+
+/// Pushing to a remote that refuses until item b's agent reopens it (as in integrate.rs): the
+/// engine is killed once at `push_failed` and at `pushed` under the supervisor. The same run
+/// resumes, each item lands once, locally and on the remote.
+#[test]
+fn sigkill_at_the_push_transitions_under_the_supervisor_resumes_the_same_run() {
+    for point in PUSH_POINTS.iter().copied() {
+        let repo = Repo::new(&project());
+        let remote = repo.agent_dir.parent().unwrap().join("remote.git");
+        let closed = repo.agent_dir.join("closed");
+        repo.git(&["init", "--quiet", "--bare", remote.to_str().unwrap()]);
+        repo.git(&["remote", "add", "origin", remote.to_str().unwrap()]);
+        let hook = remote.join("hooks/pre-receive");
+        std::fs::write(
+            &hook,
+            format!(
+                "#!/bin/sh\nif [ -e {} ]; then echo 'remote closed' >&2; exit 1; fi\n",
+                closed.display()
+            ),
+        )
+        .unwrap();
+        std::fs::set_permissions(&hook, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+            .unwrap();
+        repo.agent("a", &solves("a"));
+        let config = plan(&repo, &["a", "b"], 1, 1).replacen(
+            &repo.agent_table(),
+            &format!(
+                "[agent]\nkind = \"command\"\ncommand = [\"sh\", \"-c\", \"if [ $NIGHTSHIFT_ITEM = b ]; then rm -f {closed}; mkdir -p done; echo ok > done/b; else exec {BIN} __fake-agent --script-dir {dir}; fi\"]\n",
+                closed = closed.display(),
+                dir = repo.agent_dir.display()
+            ),
+            1,
+        ) + "\n[integrate]\npush = true\ndone = \"pushed\"\n";
+        repo.configure(&config);
+        repo.git(&["push", "--quiet", "origin", "main"]);
+        std::fs::write(&closed, "").unwrap();
+        let once = repo.agent_dir.join("failpoint-fired");
+        let out = repo
+            .cmd(&["run"])
+            .env(failpoint::ENV, point)
+            .env(failpoint::ONCE_ENV, &once)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(10), "{point}\n{}", text(&out));
+        assert!(once.exists(), "{point}: the failpoint was never reached");
+        let kinds: Vec<&'static str> = repo
+            .store()
+            .events_after(0, 100_000)
+            .unwrap()
+            .iter()
+            .map(|e| e.kind.name())
+            .collect();
+        assert_eq!(
+            kinds.iter().filter(|k| **k == "run_started").count(),
+            1,
+            "{point}: {kinds:?}"
+        );
+        assert_eq!(
+            kinds.iter().position(|k| *k == "run_finished"),
+            Some(kinds.len() - 1),
+            "{point}: {kinds:?}"
+        );
+        assert_eq!(repo.shipped_items(), ["a", "b"], "{point}");
+        let remote_main = std::process::Command::new("git")
+            .args(["--git-dir", remote.to_str().unwrap(), "rev-parse", "main"])
+            .output()
+            .unwrap();
+        assert_eq!(
+            String::from_utf8_lossy(&remote_main.stdout),
+            repo.git(&["rev-parse", "main"]),
+            "{point}: the remote holds the target"
+        );
+        repo.assert_clean_end();
+    }
+}
+
+/// An agent that overspends its session budget (`spend`), then one that solves (`ok`): the
+/// engine is killed once at `budget_warned` and at `budget_tripped` under the supervisor. The
+/// run ends as the same plan does without a kill (its exit, its shipped items), in one run.
+#[test]
+fn sigkill_at_the_budget_transitions_under_the_supervisor_ends_as_without_a_kill() {
+    let make = || {
+        let repo = Repo::new(&project());
+        repo.agent(
+            "spend",
+            "busy 400ms usage-per-turn=300 interval=20ms\nwrite done/spend <<EOF\nok\nEOF\n",
+        );
+        repo.agent("ok", &solves("ok"));
+        let config = plan(&repo, &["spend", "ok"], 1, 1)
+            .replace("command = [", "format = \"claude-stream\"\ncommand = [")
+            .replace("[limits]\n", "[limits]\nsession_tokens = 1000\n");
+        repo.configure(&config);
+        repo
+    };
+    ends_as_without_a_kill(&make, BUDGET_POINTS);
+}
+
+/// Kills the engine once at each of `points` under the supervisor, in a fresh repository from
+/// `make` each time; every run must end as the same plan does without a kill (its exit code and
+/// shipped items), in one run, with nothing after `run_finished` and a clean end.
+fn ends_as_without_a_kill(make: &dyn Fn() -> Repo, points: &[&str]) {
+    let baseline = make();
+    let out = baseline.run(&["run"]);
+    let code = out.status.code();
+    let shipped = baseline.shipped_items();
+    let kinds = journaled_kinds_of(&baseline);
+    for point in points {
+        assert!(
+            kinds.contains(point),
+            "the plan journals {point}: {kinds:?}"
+        );
+    }
+    for point in points.iter().copied() {
+        let repo = make();
+        let once = repo.agent_dir.join("failpoint-fired");
+        let out = repo
+            .cmd(&["run"])
+            .env(failpoint::ENV, point)
+            .env(failpoint::ONCE_ENV, &once)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), code, "{point}\n{}", text(&out));
+        assert!(once.exists(), "{point}: the failpoint was never reached");
+        let kinds: Vec<&'static str> = repo
+            .store()
+            .events_after(0, 100_000)
+            .unwrap()
+            .iter()
+            .map(|e| e.kind.name())
+            .collect();
+        assert_eq!(
+            kinds.iter().filter(|k| **k == "run_started").count(),
+            1,
+            "{point}: {kinds:?}"
+        );
+        assert_eq!(
+            kinds.iter().position(|k| *k == "run_finished"),
+            Some(kinds.len() - 1),
+            "{point}: {kinds:?}"
+        );
+        assert_eq!(repo.shipped_items(), shipped, "{point}");
+        repo.assert_clean_end();
+    }
+}
+
+/// The distinct kinds in a repository's journal.
+fn journaled_kinds_of(repo: &Repo) -> Vec<&'static str> {
+    let mut kinds: Vec<&'static str> = repo
+        .store()
+        .events_after(0, 100_000)
+        .unwrap()
+        .iter()
+        .map(|e| e.kind.name())
+        .collect();
+    kinds.sort_unstable();
+    kinds.dedup();
+    kinds
+}
+
+/// `run_resumed`: an unsupervised engine dies mid-attempt; the user's `run` resumes, and its
+/// first engine is killed right after journaling `run_resumed`; the supervisor's restart
+/// resumes the same run again and finishes it.
+#[test]
+fn sigkill_right_after_run_resumed_under_the_supervisor_resumes_the_same_run() {
+    let repo = crash_repo();
+    let out = repo
+        .cmd(&["engine"])
+        .env(failpoint::ENV, "session_started")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.signal(), Some(9), "{}", text(&out));
+    let once = repo.agent_dir.join("failpoint-fired");
+    let out = repo
+        .cmd(&["run"])
+        .env(failpoint::ENV, "run_resumed")
+        .env(failpoint::ONCE_ENV, &once)
+        .output()
+        .unwrap();
+    assert!(once.exists(), "the failpoint was reached");
+    let kinds: Vec<&'static str> = repo
+        .store()
+        .events_after(0, 100_000)
+        .unwrap()
+        .iter()
+        .map(|e| e.kind.name())
+        .collect();
+    assert_eq!(
+        kinds.iter().filter(|k| **k == "run_resumed").count(),
+        2,
+        "{kinds:?}"
+    );
+    assert_recovered_after(&repo, out, "run_resumed");
+}
+
+/// [`assert_recovered`] for a run that already ran to its end: one run, each item once.
+fn assert_recovered_after(repo: &Repo, out: std::process::Output, context: &str) {
+    assert_eq!(out.status.code(), Some(11), "{context}\n{}", text(&out));
+    let kinds: Vec<&'static str> = repo
+        .store()
+        .events_after(0, 100_000)
+        .unwrap()
+        .iter()
+        .map(|e| e.kind.name())
+        .collect();
+    assert_eq!(
+        kinds.iter().filter(|k| **k == "run_started").count(),
+        1,
+        "{context}: {kinds:?}"
+    );
+    assert_eq!(repo.shipped_items(), ["a", "b"], "{context}");
+    assert_eq!(repo.item_state("c"), "parked", "{context}");
+    repo.assert_clean_end();
+}
+
+/// A gates file that does not parse is journaled as `gate_warned` at every engine start: the
+/// engine is killed once right after it under the supervisor, and the run ends as without.
+#[test]
+fn sigkill_at_gate_warned_under_the_supervisor_ends_as_without_a_kill() {
+    let make = || {
+        let repo = Repo::new(&project());
+        repo.agent("a", &solves("a"));
+        repo.configure(&format!(
+            "{}\n[gates]\nfile = \".nightshift/gates.toml\"\n",
+            plan(&repo, &["a"], 1, 1)
+        ));
+        std::fs::create_dir_all(repo.root.join(".nightshift")).unwrap();
+        std::fs::write(
+            repo.root.join(".nightshift/gates.toml"),
+            "this is = not [toml\n",
+        )
+        .unwrap();
+        repo
+    };
+    ends_as_without_a_kill(&make, GATE_POINTS);
+}
+
+/// A review that escalates leaves the item `escalated` (`item_escalated`): killed once right
+/// after it under the supervisor, the run ends as without a kill (16, nothing shipped).
+#[test]
+fn sigkill_at_item_escalated_under_the_supervisor_ends_as_without_a_kill() {
+    let make = || {
+        let repo = Repo::new(&project());
+        repo.agent("a", &solves("a"));
+        let script = repo.agent_dir.join("review.sh");
+        std::fs::write(
+            &script,
+            r#"printf '%s\n' '{"verdict": "escalate", "reason": "a person must decide", "findings": []}' > "$NIGHTSHIFT_VERDICT_FILE""#,
+        )
+        .unwrap();
+        repo.configure(&format!(
+            "{}\n[agent.review]\ncommand = [\"sh\", \"{}\"]\n\n[review]\nwhen = \"always\"\n",
+            plan(&repo, &["a"], 2, 1),
+            script.display()
+        ));
+        repo
+    };
+    ends_as_without_a_kill(&make, ESCALATION_POINTS);
+}
+
+/// A review that times out ships the work with review debt (`salvage-if-done`), and the debt
+/// review that follows pays it: killed once at each debt transition under the supervisor, the
+/// run ends as without a kill.
+#[test]
+fn sigkill_at_the_debt_transitions_under_the_supervisor_ends_as_without_a_kill() {
+    let make = || {
+        let repo = Repo::new(&project());
+        repo.agent("a", &solves("a"));
+        let script = repo.agent_dir.join("review.sh");
+        std::fs::write(
+            &script,
+            "if [ \"$NIGHTSHIFT_REVIEW\" = debt ]; then\n  printf '%s\\n' '{\"verdict\": \"approve\", \"reason\": \"ok later\"}' > \"$NIGHTSHIFT_VERDICT_FILE\"\n  exit 0\nfi\nexec sleep 600\n",
+        )
+        .unwrap();
+        repo.configure(&format!(
+            "{}\n[agent.review]\ncommand = [\"sh\", \"{}\"]\n\n[review]\nwhen = \"always\"\ntimeout = \"1s\"\non_timeout = \"salvage-if-done\"\n",
+            plan(&repo, &["a"], 1, 1),
+            script.display()
+        ));
+        repo
+    };
+    ends_as_without_a_kill(&make, DEBT_POINTS);
+}
+
+/// A silent agent is nudged (`session_nudged`) and at last ends `stalled`: killed once right
+/// after a nudge under the supervisor, the run ends as without a kill.
+#[test]
+fn sigkill_at_session_nudged_under_the_supervisor_ends_as_without_a_kill() {
+    let make = || {
+        let repo = Repo::new(&project());
+        repo.agent("bad", "go-silent forever\n");
+        repo.agent("good", &solves("good"));
+        let config = plan(&repo, &["bad", "good"], 1, 1)
+            .replace("command = [", "format = \"claude-stream\"\ncommand = [")
+            .replace(
+                "[limits]\n",
+                "[limits]\nstall_grace = \"300ms\"\nstall_nudges = 1\nkill_grace = \"200ms\"\n",
+            );
+        repo.configure(&config);
+        repo
+    };
+    ends_as_without_a_kill(&make, NUDGE_POINTS);
+}
+
+/// An agent declares an action only a person can take: `a` ends `awaiting_operator`
+/// (`item_awaiting_operator`), `b` ships; killed once right after it under the supervisor, the
+/// run ends as without a kill.
+#[test]
+fn sigkill_at_item_awaiting_operator_under_the_supervisor_ends_as_without_a_kill() {
+    let make = || {
+        let repo = Repo::new(&project());
+        let dev = repo.agent_dir.join("dev.sh");
+        std::fs::write(
+            &dev,
+            "mkdir -p done\necho ok > done/$NIGHTSHIFT_ITEM\n\
+             if [ \"$NIGHTSHIFT_ITEM\" = a ]; then\n  echo '[\"add the DNS record a.example.com\"]' > \"$NIGHTSHIFT_OPERATOR_FILE\"\nfi\n",
+        )
+        .unwrap();
+        let config = plan(&repo, &["a", "b"], 1, 1).replacen(
+            &repo.agent_table(),
+            &format!(
+                "[agent]\nkind = \"command\"\ncommand = [\"sh\", \"{}\"]\n",
+                dev.display()
+            ),
+            1,
+        );
+        repo.configure(&config);
+        repo
+    };
+    ends_as_without_a_kill(&make, OPERATOR_POINTS);
+}
+
+/// Someone else commits a conflicting edit to the target while `b`'s agent works (as in
+/// integrate.rs); the conflict (`conflict_found`) gets a repair iteration that lands on top.
+/// Killed once right after `conflict_found` under the supervisor, the run ends as without.
+#[test]
+fn sigkill_at_conflict_found_under_the_supervisor_ends_as_without_a_kill() {
+    let make = || {
+        let repo = Repo::new(&project());
+        repo.write("shared.txt", "original\n");
+        repo.agent("c", &solves("c"));
+        let agent = format!(
+            "if [ $NIGHTSHIFT_ITERATION = 1 ]; then (cd {root} && echo theirs$NIGHTSHIFT_ATTEMPT > shared.txt && git commit -q -am theirs$NIGHTSHIFT_ATTEMPT); echo mine > shared.txt; mkdir -p done; echo ok > done/b; else printf 'theirs1\\nmine\\n' > shared.txt; fi",
+            root = repo.root.display()
+        );
+        let config = plan(&repo, &["b", "c"], 1, 1).replacen(
+            &repo.agent_table(),
+            &format!(
+                "[agent]\nkind = \"command\"\ncommand = [\"sh\", \"-c\", \"if [ $NIGHTSHIFT_ITEM = b ]; then {agent}; else exec {BIN} __fake-agent --script-dir {dir}; fi\"]\n",
+                agent = agent.replace('"', "\\\""),
+                dir = repo.agent_dir.display()
+            ),
+            1,
+        );
+        repo.configure(&config);
+        repo
+    };
+    ends_as_without_a_kill(&make, CONFLICT_POINTS);
 }

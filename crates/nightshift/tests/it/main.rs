@@ -18,6 +18,7 @@ mod explain;
 mod fixpoint;
 mod guards;
 mod integrate;
+mod lifecycle;
 mod lock;
 mod notify;
 mod pipeline;
