@@ -347,21 +347,19 @@ pub(super) async fn supervise(
                 leak_at.as_mut().reset(tokio::time::Instant::now() + LEAK_TIMEOUT);
             },
             () = &mut tick, if status.is_none() && ending.is_none() => {
-                // After a freeze (the engine SIGSTOPped, a suspended machine) the timers and the
-                // child's exit are ready at once, and `select!` picks at random: a child that
-                // has already exited did not time out or stall. Its exit is taken here, and its
-                // output is still read to the end below (issue 13).
-                let exited = child.try_wait();
-                if !matches!(exited, Ok(Some(_)))
-                    && let (Some(log), Some(p), Some(id)) =
-                        (usage_log.as_mut(), parser.as_mut(), stream.agent_session.as_deref())
+                if let (Some(log), Some(p), Some(id)) =
+                    (usage_log.as_mut(), parser.as_mut(), stream.agent_session.as_deref())
                 {
                     for line in log.read_new(id, clock.boot()) {
                         let events = p.live_usage(&line);
                         decided = decided.or(absorb(p.as_ref(), events, &mut stream, &mut guard, enforce_budget, on_event));
                     }
                 }
-                if let Ok(Some(st)) = exited {
+                // After a freeze (the engine SIGSTOPped, a suspended machine) the timers and the
+                // child's exit are ready at once, and `select!` picks at random: a child that
+                // has already exited did not time out or stall. Its exit is taken here, and its
+                // output is still read to the end below (issue 13).
+                if let Ok(Some(st)) = child.try_wait() {
                     status = Some(st);
                     ended_after = ending.map(|(_, at)| at.elapsed());
                     signal_group(pgid, Signal::SIGKILL);
