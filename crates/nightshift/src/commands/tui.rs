@@ -256,6 +256,7 @@ fn stream(store: &Store, run_id: &str, item: &str) -> Result<Vec<String>, Comman
                 attempt,
                 iteration,
                 log,
+                ..
             } if i == item => Some((attempt, iteration, PathBuf::from(log))),
             _ => None,
         })
