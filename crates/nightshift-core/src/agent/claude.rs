@@ -583,6 +583,12 @@ impl State {
         .chain(l.errors.0.iter().filter_map(Str::get))
         .filter(|t| !t.is_empty())
         .collect();
+        if texts
+            .iter()
+            .any(|t| t.contains("No conversation found with session ID"))
+        {
+            return FinishKind::ResumeUnavailable;
+        }
         let quota = |from_event: Option<i64>| FinishKind::QuotaExhausted {
             resets_at: from_event.or_else(|| self.clock.resolve(texts.iter().copied())),
         };

@@ -114,6 +114,9 @@ pub struct Finished {
     pub result_usage: Option<Usage>,
 }
 
+/// The `fault` of a session whose CLI could not resume the session it was given.
+pub const RESUME_UNAVAILABLE: &str = "resume_unavailable";
+
 /// The classification of an ending, from structured fields first and text patterns last.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
@@ -132,6 +135,10 @@ pub enum FinishKind {
     Auth,
     /// The prompt no longer fits the context window: resuming loops, start a fresh session.
     ContextOverflow,
+    /// The CLI could not resume the session it was given (Claude: "No conversation found with
+    /// session ID …" when the process that opened it was killed before its transcript was
+    /// written): the same iteration runs again in a fresh session, spending no attempt.
+    ResumeUnavailable,
     /// Any other failure the agent reported.
     AgentError { message: String },
 }

@@ -124,6 +124,7 @@ const EXPECTED: &[Row] = &[
         ("claude-2.1.332_ns_overloaded_item-1-a1-i1.agent.jsonl", &[FinishKind::Transient], 0, [0, 0, 0, 0, 0], Some(0.0), 2),
         ("claude-2.1.332_ns_ratelimit_apikey_item-1-a1-i1.agent.jsonl", &[FinishKind::Transient], 0, [0, 0, 0, 0, 0], Some(0.0), 2),
         ("claude-2.1.332_ns_ratelimit_apikey_rerun_item-1-a1-i1.agent.jsonl", &[FinishKind::Transient], 0, [0, 0, 0, 0, 0], Some(0.0), 2),
+        ("claude-2.1.332_ns_resume_after_engine_kill_no_conversation.agent.jsonl", &[FinishKind::ResumeUnavailable], 0, [0, 0, 0, 0, 0], Some(0.0), 0),
         ("claude-2.1.332_ns_runaway_item-1-a1-i1.agent.jsonl", &[], 0, [400000, 2, 0, 0, 0], None, 0),
         ("claude-2.1.332_ns_server_error_item-1-a1-i1.agent.jsonl", &[FinishKind::Transient], 0, [0, 0, 0, 0, 0], Some(0.0), 2),
         ("claude-2.1.332_ns_ship_acceptEdits_item-1-a1-i1.agent.jsonl", &[FinishKind::Ok], 0, [2100, 65, 8000, 2000, 0], Some(0.0213), 0),

@@ -330,7 +330,11 @@ impl Engine<'_> {
         let resume = match adapter.resume() {
             crate::agent::ResumeRule::Never => None,
             _ if !rerun => None,
-            _ => att.agent_session.clone(),
+            _ => match att.agent_session.clone() {
+                // The CLI said it cannot resume this one: the iteration starts afresh.
+                Some(id) if self.resume_refused(&att.item, att.attempt, &id)? => None,
+                other => other,
+            },
         };
         // Journaled before launch. A fresh id is resumable once the CLI reports it.
         let passed_session = match (&resume, adapter.kind()) {
@@ -425,6 +429,27 @@ impl Engine<'_> {
             agent_session,
         })?;
         self.after_session(att, iteration, &end)
+    }
+
+    /// Whether a session of this attempt that tried to resume CLI session `id` ended with the
+    /// CLI saying it cannot (`resume_unavailable`).
+    fn resume_refused(&self, item: &str, attempt: u32, id: &str) -> Result<bool, EngineError> {
+        Ok(self
+            .store
+            .run_events(&self.run_id(), &["session_ended"])?
+            .iter()
+            .any(|e| {
+                matches!(
+                    &e.kind,
+                    EventKind::SessionEnded {
+                        item: i,
+                        attempt: a,
+                        agent_session: Some(s),
+                        fault: Some(f),
+                        ..
+                    } if i == item && *a == attempt && s == id && f == crate::agent::RESUME_UNAVAILABLE
+                )
+            }))
     }
 
     /// Runs one agent session under the run's gates (stall, budget), journaling its budget
@@ -558,6 +583,10 @@ impl Engine<'_> {
                     until,
                     &att.item,
                 )?;
+            }
+            // Nothing to wait for: the iteration runs again at once, in a fresh CLI session.
+            Outcome::EnvFault if end.fault.as_deref() == Some(crate::agent::RESUME_UNAVAILABLE) => {
+                self.pause_cleared();
             }
             Outcome::EnvFault => {
                 let fault = end.fault.clone().unwrap_or_else(|| "transient".into());

@@ -583,6 +583,13 @@ fn classify_stream(stream: &StreamState, success: bool) -> (Outcome, Option<i64>
         }
         Some(FinishKind::Transient) => return (Outcome::EnvFault, None, Some("transient".into())),
         Some(FinishKind::Auth) => return (Outcome::EnvFault, None, Some("auth".into())),
+        Some(FinishKind::ResumeUnavailable) => {
+            return (
+                Outcome::EnvFault,
+                None,
+                Some(crate::agent::RESUME_UNAVAILABLE.into()),
+            );
+        }
         _ => {}
     }
     if let (Some(resets_at), false) = (stream.rejected_resets_at, success) {

@@ -338,3 +338,19 @@ fn a_gemini_exit_code_without_a_stream_ending_is_classified() {
     let end = run_session(packet("exit 3"), &mut |_| {}).unwrap();
     assert_eq!(end.outcome, Outcome::Failed);
 }
+
+#[test]
+fn a_resume_the_cli_cannot_find_is_an_environmental_rerun_not_a_failure() {
+    let dir = tempfile::tempdir().unwrap();
+    // Claude 2.1.332 resumed after an engine kill -9: the killed process had not written its
+    // transcript yet, so the CLI exits 1 with "No conversation found with session ID …".
+    let end = replay(
+        dir.path(),
+        "claude-2.1.332_ns_resume_after_engine_kill_no_conversation.agent.jsonl",
+        1,
+        "claude",
+    );
+    assert_eq!(end.outcome, Outcome::EnvFault);
+    assert_eq!(end.fault.as_deref(), Some(crate::agent::RESUME_UNAVAILABLE));
+    assert!(end.outcome.reruns_iteration(), "no attempt is spent on it");
+}
