@@ -508,9 +508,42 @@ fn chat_text(step: &Step) -> String {
     }
 }
 
+/// A duration the way OpenAI's rate-limit messages and `x-ratelimit-reset-*` headers spell it
+/// (Go's `time.Duration`): `1h0m0s`, `6m0s`, `20s`.
+fn go_duration(secs: u64) -> String {
+    let (h, m, s) = (secs / 3600, secs / 60 % 60, secs % 60);
+    match (h, m) {
+        (0, 0) => format!("{s}s"),
+        (0, _) => format!("{m}m{s}s"),
+        _ => format!("{h}h{m}m{s}s"),
+    }
+}
+
+/// A Chat Completions rate limit with a reset, as the OpenAI API sends it to an API key (a
+/// requests-per-day limit): the reset in the message text ("Please try again in 1h0m0s."), in
+/// `retry-after` and in `x-ratelimit-reset-requests`. (The Responses wire keeps the ChatGPT
+/// plan's `usage_limit_reached` with `resets_at`, which is what Codex reads.)
+fn chat_rate_limit(resets_in: u64) -> (u16, Vec<(String, String)>, Value) {
+    let left = go_duration(resets_in);
+    (
+        429,
+        vec![
+            h("retry-after", resets_in),
+            h("x-ratelimit-limit-requests", 200),
+            h("x-ratelimit-remaining-requests", 0),
+            h("x-ratelimit-reset-requests", &left),
+        ],
+        json!({"error": {"type": "requests", "param": null, "code": "rate_limit_exceeded",
+            "message": format!("Rate limit reached for mock-model in organization org-conformance on requests per day (RPD): Limit 200, Used 200, Requested 1. Please try again in {left}. Visit https://platform.openai.com/account/rate-limits to learn more.")}}),
+    )
+}
+
 fn chat(body: &Value, d: &Decision, w: &mut TcpStream) -> io::Result<After> {
     if d.step.is_failure() {
-        let (status, headers, err) = openai_error(&d.step);
+        let (status, headers, err) = match d.step {
+            Step::RateLimit { resets_in: Some(s) } => chat_rate_limit(s),
+            _ => openai_error(&d.step),
+        };
         return json_reply(w, status, &headers, &err);
     }
     let model = body["model"].as_str().unwrap_or("mock-model").to_owned();

@@ -160,6 +160,34 @@ fn a_subscription_limit_carries_the_unified_reset_headers() {
 }
 
 #[test]
+fn a_chat_completions_limit_with_a_reset_says_it_as_the_openai_api_does() {
+    let server = Server::start(Scenario::of(vec![Step::RateLimit {
+        resets_in: Some(3600),
+    }]))
+    .unwrap();
+    let chat = json!({"model": "m", "messages": [{"role": "user", "content": "go"}]});
+    let (status, head, body) = post(&server, "/v1/chat/completions", &chat);
+    assert_eq!(status, 429);
+    assert!(head.contains("retry-after: 3600"), "{head}");
+    assert!(
+        head.contains("x-ratelimit-reset-requests: 1h0m0s"),
+        "{head}"
+    );
+    let body: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(body["error"]["code"], "rate_limit_exceeded");
+    let message = body["error"]["message"].as_str().unwrap();
+    assert!(message.contains("Please try again in 1h0m0s."), "{message}");
+    // The Responses wire keeps the ChatGPT plan's limit (what Codex reads).
+    let (status, _, body) = post(
+        &server,
+        "/v1/responses",
+        &json!({"model": "m", "tools": [{"type": "function", "name": "shell"}]}),
+    );
+    assert_eq!(status, 429);
+    assert!(body.contains("usage_limit_reached"), "{body}");
+}
+
+#[test]
 fn errors_per_wire() {
     let cases = [
         (Step::ServerError, "/v1/messages", 500),

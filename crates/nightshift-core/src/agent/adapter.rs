@@ -411,11 +411,35 @@ mod tests {
                 "--no-gitignore",
                 "--no-stream",
                 "--no-check-update",
+                "--no-show-release-notes",
+                "--no-analytics",
+                "--disable-playwright",
                 "--model",
                 "m1",
                 "--extra"
             ]
         );
+    }
+
+    #[test]
+    fn aider_never_opens_a_browser_or_asks_on_a_first_run() {
+        let l = launch(&agent(AgentKind::Aider), None);
+        // `--yes-always` would say yes to the release notes (a browser), the analytics opt-in
+        // and installing Playwright; aider 0.86.2's --help names these switches.
+        let help = include_str!(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/agent-streams/real-2026-12/aider_help.txt"
+        ));
+        for flag in [
+            "--no-show-release-notes",
+            "--no-analytics",
+            "--disable-playwright",
+        ] {
+            assert!(l.argv.iter().any(|a| a == flag), "{flag}");
+            assert!(help.contains(flag), "aider 0.86.2 knows {flag}");
+        }
+        // "Open URL for more info?" is answered yes too: the browser is a no-op.
+        assert_eq!(l.env, [("BROWSER".to_owned(), "true".to_owned())]);
     }
 
     #[test]

@@ -452,6 +452,9 @@ struct ApiErrorBody<'a> {
     resets_in_seconds: Int,
 }
 
+/// How Codex words an overloaded server (`server_is_overloaded`), lowercased.
+const OVERLOADED: &str = "model is at capacity";
+
 /// Classifies a failed turn from its message.
 fn classify(message: &str, clock: &ResetClock) -> FinishKind {
     let api: Option<ApiError<'_>> = message
@@ -478,6 +481,11 @@ fn classify(message: &str, clock: &ResetClock) -> FinishKind {
 
     if kind.contains("usage_limit") || code.contains("usage_limit") {
         return quota();
+    }
+    // A 503 `server_is_overloaded` reaches the stream only as Codex's own words for it
+    // (0.171.0: "Selected model is at capacity. Please try a different model."), no status.
+    if inner.to_ascii_lowercase().contains(OVERLOADED) {
+        return FinishKind::Transient;
     }
     let signal = signal_from_text(texts);
     match api.status.0.or(api.status_code.0) {

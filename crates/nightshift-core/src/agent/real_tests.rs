@@ -24,7 +24,7 @@ fn parser(name: &str) -> Box<dyn StreamParser> {
     } else if name.starts_with("gemini") {
         Box::new(gemini::GeminiParser::new().with_time_zone(TimeZone::UTC))
     } else {
-        Box::new(aider::AiderParser::new())
+        Box::new(aider::AiderParser::new().with_time_zone(TimeZone::UTC))
     };
     p.set_now(NOW);
     p
@@ -100,7 +100,11 @@ type Row = (
 
 #[rustfmt::skip]
 const EXPECTED: &[Row] = &[
-        ("aider_rate429.stdout.txt", &[FinishKind::Transient], 0, [0, 0, 0, 0, 0], None, 9),
+        ("aider_auth401.stdout.txt", &[FinishKind::Auth], 0, [0, 0, 0, 0, 0], None, 0),
+        ("aider_error500.stdout.txt", &[FinishKind::Transient], 0, [0, 0, 0, 0, 0], None, 8),
+        ("aider_overloaded503.stdout.txt", &[FinishKind::Transient], 0, [0, 0, 0, 0, 0], None, 8),
+        ("aider_rate429.stdout.txt", &[FinishKind::Transient], 0, [0, 0, 0, 0, 0], None, 8),
+        ("aider_rate429_reset.stdout.txt", &[FinishKind::QuotaExhausted { resets_at: Some(1796155200) }], 0, [0, 0, 0, 0, 0], None, 8),
         ("aider_ship_nostream.stdout.txt", &[FinishKind::Ok], 0, [1200, 50, 0, 0, 0], None, 0),
         ("aider_ship_stream.stdout.txt", &[FinishKind::Ok], 0, [600, 19, 0, 0, 0], None, 0),
         ("claude-2.1.197_ns_background_task_item-1-a1-i1.agent.jsonl", &[FinishKind::Ok], 0, [2100, 65, 8000, 2000, 0], Some(0.028625), 0),
@@ -141,6 +145,7 @@ const EXPECTED: &[Row] = &[
         ("codex_exec_auth401.jsonl", &[FinishKind::Auth], 0, [0, 0, 0, 0, 0], None, 0),
         ("codex_exec_fail500.jsonl", &[FinishKind::Transient], 0, [0, 0, 0, 0, 0], None, 0),
         ("codex_exec_missing_env_key.jsonl", &[FinishKind::Auth], 0, [0, 0, 0, 0, 0], None, 0),
+        ("codex_exec_overloaded503.jsonl", &[FinishKind::Transient], 0, [0, 0, 0, 0, 0], None, 1),
         ("codex_exec_quota429.jsonl", &[FinishKind::QuotaExhausted { resets_at: Some(1796154660) }], 0, [0, 0, 0, 0, 0], None, 0),
         ("codex_exec_rate429.jsonl", &[FinishKind::Transient], 0, [0, 0, 0, 0, 0], None, 0),
         ("codex_exec_resume_cumulative_usage.jsonl", &[FinishKind::Ok], 1, [1000, 140, 4400, 0, 20], None, 0),
