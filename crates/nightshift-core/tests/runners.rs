@@ -323,6 +323,78 @@ fn nextest_output_parses_to_every_test_by_binary_id() {
 
 // --- pytest --------------------------------------------------------------------------------
 
+/// A recorded output under `tests/fixtures/`.
+fn recorded(name: &str) -> Vec<u8> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(name);
+    std::fs::read(&path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()))
+}
+
+/// Plain `pytest` on [`PYTEST_FILES`]: the failed and erroring tests by id, the rest counted.
+fn assert_plain_calc(label: &str, output: &[u8]) {
+    let shown = String::from_utf8_lossy(output);
+    let results = parse(output, None).unwrap_or_else(|| panic!("{label}: not parsed\n{shown}"));
+    assert_eq!(results.format, Format::Pytest, "{label}");
+    assert_eq!(
+        failing(&results),
+        [
+            "tests/test_calc.py::TestClass::test_broken",
+            "tests/test_calc.py::test_param[2-2-5]",
+            "tests/test_calc.py::test_subtracts",
+            "tests/test_calc.py::test_uses_broken_fixture",
+        ],
+        "{label}\n{shown}"
+    );
+    let counted = results.counted.expect("a failures-only listing");
+    // 4 passed + 1 xpassed; 1 skipped + 1 xfailed; the fixture error counted apart.
+    assert_eq!(
+        (
+            counted.passed,
+            counted.failed,
+            counted.errors,
+            counted.skipped
+        ),
+        (5, 3, 1, 2),
+        "{label}"
+    );
+    assert_eq!(results.test_count(), 10, "{label}");
+    assert_eq!(results.skipped_count(), 2, "{label}");
+    assert_eq!(
+        FormatChoice::Fixed(Format::Pytest).parse(output).as_ref(),
+        Some(&results),
+        "{label}: configured as pytest"
+    );
+}
+
+/// Plain and `-q` pytest, recorded from pytest 9.2.0 on the CJK fixture project of
+/// `crates/nightshift/tests/it/real_projects.rs` (red as it is, green after the fix) and on
+/// [`PYTEST_FILES`]: read without pytest installed.
+#[test]
+fn recorded_plain_pytest_output_is_a_failures_only_listing() {
+    for name in ["pytest/plain-red.txt", "pytest/quiet-red.txt"] {
+        let output = recorded(name);
+        let results = parse(&output, None).unwrap_or_else(|| panic!("{name}: not parsed"));
+        assert_eq!(results.format, Format::Pytest, "{name}");
+        assert_eq!(
+            failing(&results),
+            ["test.py::GreetTest::test_chinese"],
+            "{name}"
+        );
+        assert!(results.is_partial(), "{name}");
+        assert_eq!(results.test_count(), 5, "{name}");
+    }
+    for name in ["pytest/plain-green.txt", "pytest/quiet-green.txt"] {
+        let output = recorded(name);
+        let results = parse(&output, None).unwrap_or_else(|| panic!("{name}: not parsed"));
+        assert!(results.tests.is_empty(), "{name}");
+        assert!(results.is_partial(), "{name}");
+        assert_eq!(results.test_count(), 5, "{name}");
+        assert_eq!(results.skipped_count(), 0, "{name}");
+    }
+    assert_plain_calc("pytest/plain-calc.txt", &recorded("pytest/plain-calc.txt"));
+}
+
 const PYTEST_FILES: &[(&str, &str)] = &[
     ("pytest.ini", "[pytest]\n"),
     (
@@ -432,14 +504,9 @@ fn pytest_output_parses_to_node_ids() {
     let (_, output) = run_check(dir.path(), &format!("{pytest} -rA {t}"), &env);
     assert_parsed("pytest -rA", &output, Format::Pytest, &named);
 
-    // Plain pytest names only failures: partial, not parsed.
+    // Plain pytest names only failures: a failures-only listing with pytest's counts.
     let (_, output) = run_check(dir.path(), &format!("{pytest} {t}"), &env);
-    assert_eq!(
-        parse(&output, None),
-        None,
-        "pytest:\n{}",
-        String::from_utf8_lossy(&output)
-    );
+    assert_plain_calc("pytest", &output);
 
     // `--junitxml`, read as `[check] results` reads it: `classname::name` ids.
     let (_, _) = run_check(

@@ -41,6 +41,9 @@ struct Document<'a> {
     status: &'a str,
     format: Option<&'a str>,
     tests: Vec<(&'a str, TestState)>,
+    /// A failures-only listing's counts (absent otherwise, so other fingerprints are unchanged).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    counted: Option<results::Counted>,
 }
 
 /// The exit status class of a check run.
@@ -76,6 +79,7 @@ pub fn of_parsed(status: &str, parsed: Option<&Results>) -> Fingerprint {
         status,
         format: format.as_deref(),
         tests: tests.clone(),
+        counted: parsed.and_then(|r| r.counted),
     };
     let bytes = serde_json::to_vec(&doc).unwrap_or_default();
     let failing = parsed.map(|_| {
@@ -90,7 +94,7 @@ pub fn of_parsed(status: &str, parsed: Option<&Results>) -> Fingerprint {
         status: status.to_owned(),
         format,
         failing,
-        tests: tests.len(),
+        tests: parsed.map(Results::test_count).unwrap_or_default(),
     }
 }
 

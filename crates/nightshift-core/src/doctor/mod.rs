@@ -876,7 +876,7 @@ fn check_findings(
         scratch.tree(),
         &scratch.logs().join("run-1.log"),
     )
-    .map(|results| (results.tests.len(), results.format));
+    .map(|results| (results.test_count(), results.format));
     let head = HeadRun {
         green: green_at_head,
         duration: end.duration,

@@ -9,7 +9,7 @@
 //! | guard | fails when | halt |
 //! |---|---|---|
 //! | `blocked_paths` | a changed path matches `[guards] blocked_paths`, `.nightshift/**` or `nightshift.toml` | `blocked_path_modified` |
-//! | `test_set` | a test collected at the base is not collected at the candidate (ids compared in their stable form: a doc-test by its ordinal, a TAP test by its description), or the candidate's results cannot be read although the base's could | `metric_integrity_violation` |
+//! | `test_set` | a test collected at the base is not collected at the candidate (ids compared in their stable form: a doc-test by its ordinal, a TAP test by its description; where one side names only its failing tests, plain `pytest`, fewer tests ran than at the base), or the candidate's results cannot be read although the base's could | `metric_integrity_violation` |
 //! | `skipped` | more tests are skipped than at the base, or it cannot evaluate (as `test_set`) | `metric_integrity_violation` |
 //! | `assertions` | the changed test files (by `test_paths`, by the check's own results, by content) hold fewer assertion forms or assertion-like calls, or more skip markers, than at the base | `metric_integrity_violation` |
 //!
@@ -137,6 +137,9 @@ pub fn test_set(base: Option<&Results>, now: Option<&Results>, expect: Expect) -
     let (Some(base), Some(now)) = (base, now) else {
         return unparsed(TEST_SET, base, now, expect);
     };
+    if base.is_partial() || now.is_partial() {
+        return test_set_by_count(base, now);
+    }
     let before = base.collected_stable();
     let after = now.collected_stable();
     let lost: Vec<String> = before.difference(&after).cloned().collect();
@@ -164,6 +167,50 @@ pub fn test_set(base: Option<&Results>, now: Option<&Results>, expect: Expect) -
     }
 }
 
+/// `test_set` where one side is a failures-only listing (plain `pytest`): its collected set is
+/// not named, so the tests are compared by count, and by id only where both sides name them
+/// (a test failing at the base that a complete listing no longer collects).
+fn test_set_by_count(base: &Results, now: &Results) -> Verdict {
+    let (before, after) = (base.test_count(), now.test_count());
+    let lost: Vec<String> = if now.is_partial() {
+        Vec::new()
+    } else {
+        let after = now.collected_stable();
+        base.collected_stable()
+            .difference(&after)
+            .cloned()
+            .collect()
+    };
+    let how = "by count: the check's output names only the failing tests (plain `pytest`; \
+               run it with `-v` or `--junitxml` to compare tests by id)";
+    if !lost.is_empty() {
+        return Verdict::new(
+            TEST_SET,
+            GuardState::Fail,
+            format!(
+                "{} tests failing at the base are no longer collected: {}",
+                lost.len(),
+                list(&lost)
+            ),
+        );
+    }
+    if after < before {
+        return Verdict::new(
+            TEST_SET,
+            GuardState::Fail,
+            format!(
+                "{before} tests ran at the base, {after} now: {} gone, compared {how}",
+                before - after
+            ),
+        );
+    }
+    Verdict::new(
+        TEST_SET,
+        GuardState::Pass,
+        format!("{before} tests ran at the base, {after} now, none lost {how}"),
+    )
+}
+
 /// `skipped`: no more tests skipped than at the base.
 pub fn skipped(base: Option<&Results>, now: Option<&Results>, expect: Expect) -> Verdict {
     let (Some(base), Some(now)) = (base, now) else {
@@ -180,13 +227,16 @@ pub fn skipped(base: Option<&Results>, now: Option<&Results>, expect: Expect) ->
         let skipped = crate::check::results::TestState::Skipped;
         let (was, is) = (base.stable_in(skipped), now.stable_in(skipped));
         let newly: Vec<String> = is.difference(&was).cloned().collect();
+        let which = if base.is_partial() || now.is_partial() {
+            "not named by the check's output (plain `pytest`: run it with `-v` to see them)"
+                .to_owned()
+        } else {
+            list(&newly)
+        };
         Verdict::new(
             SKIPPED,
             GuardState::Fail,
-            format!(
-                "{after} tests skipped, {before} at the base; newly skipped: {}",
-                list(&newly)
-            ),
+            format!("{after} tests skipped, {before} at the base; newly skipped: {which}"),
         )
     }
 }

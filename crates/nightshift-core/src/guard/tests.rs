@@ -12,10 +12,80 @@ fn results(tests: &[(&str, TestState)]) -> Results {
             })
             .collect(),
         format: Format::Tap,
+        counted: None,
+    }
+}
+
+/// A failures-only pytest listing (plain `pytest`): the failing ids and the runner's counts.
+fn listing(failing: &[&str], passed: usize, skipped: usize) -> Results {
+    Results {
+        tests: failing
+            .iter()
+            .map(|id| TestResult {
+                id: (*id).to_owned(),
+                state: TestState::Failed,
+            })
+            .collect(),
+        format: Format::Pytest,
+        counted: Some(crate::check::results::Counted {
+            passed,
+            failed: failing.len(),
+            errors: 0,
+            skipped,
+        }),
     }
 }
 
 use TestState::{Failed, Passed, Skipped};
+
+#[test]
+fn a_failures_only_listing_is_compared_by_count_never_read_as_removed_tests() {
+    // Red at the base (one failing of five), green now (five passed): nothing is gone,
+    // although the candidate names no test at all.
+    let base = listing(&["test.py::T::test_a"], 4, 0);
+    let now = listing(&[], 5, 0);
+    let verdict = test_set(Some(&base), Some(&now), Expect::Detected);
+    assert_eq!(verdict.state, GuardState::Pass, "{}", verdict.detail);
+    assert!(verdict.detail.contains("by count"), "{}", verdict.detail);
+    // A test deleted: four ran where five did.
+    let fewer = listing(&[], 4, 0);
+    let verdict = test_set(Some(&base), Some(&fewer), Expect::Detected);
+    assert_eq!(verdict.state, GuardState::Fail, "{}", verdict.detail);
+    assert!(
+        verdict.detail.contains("5 tests ran at the base, 4 now"),
+        "{}",
+        verdict.detail
+    );
+    // A complete listing now (`-v` added to the check): the base's failing test must be in it.
+    let complete = Results {
+        format: Format::Pytest,
+        ..results(&[
+            ("test.py::T::test_b", Passed),
+            ("test.py::T::test_c", Passed),
+            ("test.py::T::test_d", Passed),
+            ("test.py::T::test_e", Passed),
+            ("test.py::T::test_f", Passed),
+        ])
+    };
+    let verdict = test_set(Some(&base), Some(&complete), Expect::Detected);
+    assert_eq!(verdict.state, GuardState::Fail, "{}", verdict.detail);
+    assert!(
+        verdict.detail.contains("test.py::T::test_a"),
+        "{}",
+        verdict.detail
+    );
+    // Skips are counted from the runner's totals.
+    let skipping = listing(&[], 4, 1);
+    let verdict = skipped(Some(&base), Some(&skipping), Expect::Detected);
+    assert_eq!(verdict.state, GuardState::Fail, "{}", verdict.detail);
+    assert!(
+        verdict.detail.contains("1 tests skipped, 0 at the base"),
+        "{}",
+        verdict.detail
+    );
+    let verdict = skipped(Some(&base), Some(&now), Expect::Detected);
+    assert_eq!(verdict.state, GuardState::Pass, "{}", verdict.detail);
+}
 
 #[test]
 fn blocked_paths_name_the_path_and_the_pattern() -> Result<(), String> {
@@ -384,16 +454,28 @@ mod fuzz {
                 Format::GoTestJson,
             ][..],
         );
+        let counted = proptest::option::of((0..4usize, 0..4usize, 0..3usize, 0..4usize).prop_map(
+            |(passed, failed, errors, skipped)| crate::check::results::Counted {
+                passed,
+                failed,
+                errors,
+                skipped,
+            },
+        ));
         proptest::option::of(
-            (proptest::collection::vec((id, state), 0..6), format).prop_map(|(tests, format)| {
-                Results {
+            (
+                proptest::collection::vec((id, state), 0..6),
+                format,
+                counted,
+            )
+                .prop_map(|(tests, format, counted)| Results {
                     tests: tests
                         .into_iter()
                         .map(|(id, state)| TestResult { id, state })
                         .collect(),
                     format,
-                }
-            }),
+                    counted,
+                }),
         )
     }
 

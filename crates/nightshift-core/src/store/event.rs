@@ -55,7 +55,7 @@ impl CheckSummary {
     pub fn of(results: &crate::check::results::Results) -> CheckSummary {
         CheckSummary {
             format: results.format.as_str().to_owned(),
-            tests: results.tests.len(),
+            tests: results.test_count(),
             skipped: results.skipped_count(),
             failing: results.failing_stable().into_set().into_iter().collect(),
         }

@@ -162,6 +162,82 @@ fn a_real_pytest_project_ships_an_honest_cjk_change_and_parks_deleted_self_asser
     repo.assert_clean_end();
 }
 
+/// The fix, with a test taken out of collection by a rename (its assertion stays, so only the
+/// test count tells).
+const PY_UNCOLLECT: &str = r#"replace greet.py "(\", \" if lang == \"zh\" else sep)" "sep"
+replace tests/test_width.py "def test_ascii():" "def helper_ascii():"
+"#;
+
+/// A plain `pytest` check (no `-v`: only the failing tests are named, the rest counted) drives a
+/// run: the base's failing set is read by id, the honest change ships with the test set
+/// compared by count, and a change that takes a test out of collection is parked.
+#[test]
+fn a_plain_pytest_check_is_read_by_its_failures_and_counts() {
+    let Some((python, site)) = pytest() else {
+        return;
+    };
+    let check = format!(
+        "env PYTHONPATH={site} PYTHONDONTWRITEBYTECODE=1 {python} -m pytest -p no:cacheprovider test.py tests"
+    );
+    let repo = repo_of(&fixture("pytest-cjk"));
+    repo.agent("fix", PY_FIX);
+    repo.agent("uncollect", PY_UNCOLLECT);
+    repo.configure(&config(
+        &repo,
+        &check,
+        &[
+            ("uncollect", "Make the Chinese greeting tests pass."),
+            (
+                "fix",
+                "Chinese greetings take a full-width comma; add a Korean test.",
+            ),
+        ],
+    ));
+    let out = repo.run(&["run"]);
+    assert_eq!(out.status.code(), Some(11), "{}", text(&out));
+
+    // The base: red, its one failing test by id, five tests by count.
+    let base = crate::guards::events(&repo, "baseline_checked", "uncollect");
+    let results = &base.first().expect("a baseline check")["results"];
+    assert_eq!(results["format"], "pytest", "{base:?}");
+    assert_eq!(results["tests"], 5, "{base:?}");
+    assert_eq!(
+        results["failing"],
+        serde_json::json!(["test.py::GreetTest::test_chinese"]),
+        "{base:?}"
+    );
+
+    // The honest change: green, seven tests ran where five did; it ships.
+    let guards = last_guards(&repo, "fix");
+    let test_set = guard(&guards, "test_set");
+    assert_eq!(test_set["state"], "pass", "{guards:?}");
+    assert!(
+        test_set["detail"]
+            .as_str()
+            .unwrap()
+            .contains("5 tests ran at the base, 7 now"),
+        "{test_set}"
+    );
+    for name in ["skipped", "assertions"] {
+        assert_eq!(guard(&guards, name)["state"], "pass", "{name}: {guards:?}");
+    }
+    assert_eq!(repo.shipped_items(), ["fix"]);
+
+    // The renamed test: green, but four ran where five did.
+    let guards = last_guards(&repo, "uncollect");
+    let test_set = guard(&guards, "test_set");
+    assert_eq!(test_set["state"], "fail", "{guards:?}");
+    assert!(
+        test_set["detail"]
+            .as_str()
+            .unwrap()
+            .contains("5 tests ran at the base, 4 now"),
+        "{test_set}"
+    );
+    assert_eq!(repo.item_state("uncollect"), "parked");
+    repo.assert_clean_end();
+}
+
 // ---------------------------------------------------------------------------------------------
 // cargo test
 

@@ -44,9 +44,11 @@
 //! - pytest: per-test lines come from `-v` (`tests/x.py::t PASSED  [ 50%]`, also `pytest-xdist`'s
 //!   `[gw0] [ 50%] PASSED tests/x.py::t`) or from the `-rA` summary (`PASSED tests/x.py::t`,
 //!   `FAILED tests/x.py::t - msg`). The closing line (`3 failed, 4 passed in 0.11s`) is required
-//!   and checked: when it counts more passed or failed tests than the output names (pytest's
-//!   default terse output names only failures), the output is treated as unparsed, since a
-//!   partial list would shrink the collected set. `XFAIL` is skipped, `XPASS` passed, `ERROR`
+//!   and checked: when it counts more passed tests than the output names but every failure is
+//!   named (pytest's default output, whose short summary names the failed and erroring tests),
+//!   the results are a failures-only listing ([`Results::counted`]): the failing set is whole,
+//!   the collected set is known by count only. When it counts more failures than are named,
+//!   the output is treated as unparsed. `XFAIL` is skipped, `XPASS` passed, `ERROR`
 //!   failed. The `-rA` lines `SKIPPED [2] tests/x.py:9: reason` carry no test id and are not
 //!   counted; run with `-v` (or use `--junitxml`) to see skipped tests by id.
 //! - libtest: `cargo test -q` (libtest's terse format: dots, and only the failures named) is
@@ -112,13 +114,57 @@ pub struct TestResult {
 }
 
 /// The parsed report of one check run: every test once, sorted by id.
+///
+/// A **failures-only listing** (`counted` is `Some`: plain `pytest`, which names only the
+/// tests that failed or errored and counts the rest) holds the failing tests in `tests` and
+/// the runner's own counts in `counted`. Its failing set is whole; its collected set is not,
+/// so the test-set guard compares it by count ([`Results::test_count`]), never by id.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Results {
     pub tests: Vec<TestResult>,
     pub format: Format,
+    /// The runner's counts, when `tests` names only the failing tests.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub counted: Option<Counted>,
+}
+
+/// A runner's own counts for a failures-only listing (see [`Results`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Counted {
+    /// Passed, `xpassed` included.
+    pub passed: usize,
+    pub failed: usize,
+    /// Tests that errored (in setup or teardown) and modules that did not collect: counted
+    /// apart, as the runner counts them (a test that passed and errored in teardown is in
+    /// `passed` too).
+    pub errors: usize,
+    /// Skipped, `xfailed` included.
+    pub skipped: usize,
+}
+
+impl Counted {
+    /// The tests that ran to a verdict: passed, failed and skipped (errors are not counted, a
+    /// teardown error would count its test twice).
+    pub fn ran(&self) -> usize {
+        self.passed + self.failed + self.skipped
+    }
 }
 
 impl Results {
+    /// Whether this is a failures-only listing: `tests` are the failing tests, not all.
+    pub fn is_partial(&self) -> bool {
+        self.counted.is_some()
+    }
+
+    /// How many tests the run reported: every id, or for a failures-only listing the tests
+    /// its counts say ran ([`Counted::ran`]).
+    pub fn test_count(&self) -> usize {
+        match &self.counted {
+            Some(counted) => counted.ran(),
+            None => self.tests.len(),
+        }
+    }
+
     /// The ids of the failed tests.
     pub fn failing_set(&self) -> FailingSet {
         self.tests
@@ -128,15 +174,19 @@ impl Results {
             .collect()
     }
 
-    /// How many tests were skipped.
+    /// How many tests were skipped (by the runner's count for a failures-only listing).
     pub fn skipped_count(&self) -> usize {
+        if let Some(counted) = &self.counted {
+            return counted.skipped;
+        }
         self.tests
             .iter()
             .filter(|t| t.state == TestState::Skipped)
             .count()
     }
 
-    /// Every id the run reported, whatever its state.
+    /// Every id the run reported, whatever its state (for a failures-only listing, the failing
+    /// ones: not the collected set).
     pub fn collected(&self) -> BTreeSet<String> {
         self.tests.iter().map(|t| t.id.clone()).collect()
     }
@@ -261,7 +311,11 @@ impl Results {
                 _ => tests.push(report),
             }
         }
-        Results { tests, format }
+        Results {
+            tests,
+            format,
+            counted: None,
+        }
     }
 }
 
@@ -424,13 +478,20 @@ pub fn parse(output: &[u8], format: Option<Format>) -> Option<Results> {
 }
 
 fn parse_as(format: Format, text: &str, mode: Mode) -> Option<Results> {
+    let mut counted = None;
     let (reports, merge) = match format {
         Format::JunitXml => (junit::parse(text)?, Merge::WorstWins),
         Format::Tap => (tap::parse(text, mode)?, Merge::WorstWins),
         Format::Libtest => (libtest::parse(text, mode)?, Merge::WorstWins),
         Format::Nextest => (nextest::parse(text, mode)?, Merge::LastWins),
-        Format::Pytest => (pytest::parse(text, mode)?, Merge::WorstWins),
+        Format::Pytest => {
+            let (reports, totals) = pytest::parse(text, mode)?;
+            counted = totals;
+            (reports, Merge::WorstWins)
+        }
         Format::GoTestJson => (gotest::parse(text)?, Merge::WorstWins),
     };
-    Some(Results::from_reports(format, reports, merge))
+    let mut results = Results::from_reports(format, reports, merge);
+    results.counted = counted;
+    Some(results)
 }

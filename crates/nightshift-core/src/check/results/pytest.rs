@@ -3,16 +3,23 @@
 //! `FAILED tests/x.py::t - msg`, `ERROR tests/x.py - ImportError`).
 //!
 //! The closing line (`== 3 failed, 4 passed, 1 skipped in 0.11s ==`, or the same without the
-//! bars under `-q`) is required when detecting, and checked whenever present: if it counts
-//! more passed or failed tests than the output names, the output is partial (pytest's default
-//! names only failures) and is not parsed.
+//! bars under `-q`) is required when detecting, and checked whenever present. When it counts
+//! more passed tests than the output names but every failed and erroring test is named (in
+//! the short summary, as pytest's default output does), the output is a failures-only
+//! listing: the named tests and the closing line's counts ([`Counted`]). When it counts more
+//! failures than are named (`-rN`, or a summary cut short), the failing set is unknown and the
+//! output is not parsed.
 
 use std::collections::HashSet;
 
 use super::text::{count, lines};
-use super::{Mode, TestResult, TestState};
+use super::{Counted, Mode, TestResult, TestState};
 
-pub(super) fn parse(text: &str, mode: Mode) -> Option<Vec<TestResult>> {
+/// What one pytest output says: the tests it names, and the closing line's counts when the
+/// names are a failures-only listing.
+pub(super) type Parsed = (Vec<TestResult>, Option<Counted>);
+
+pub(super) fn parse(text: &str, mode: Mode) -> Option<Parsed> {
     let mut out = Vec::new();
     let mut totals: Option<Totals> = None;
     let mut session_started = false;
@@ -20,9 +27,16 @@ pub(super) fn parse(text: &str, mode: Mode) -> Option<Vec<TestResult>> {
     // (`ERROR`, `SKIPPED` and `XFAIL` are counted apart by pytest).
     let mut passed: HashSet<&str> = HashSet::new();
     let mut failed: HashSet<&str> = HashSet::new();
+    let mut errors: HashSet<&str> = HashSet::new();
+    // `-q`'s progress lines (`..F.s   [100%]`): pytest's framing where no header is printed.
+    let mut progress = false;
     for line in lines(text) {
         if line.starts_with('=') && line.contains(" test session starts ") {
             session_started = true;
+            continue;
+        }
+        if progress_line(line) {
+            progress = true;
             continue;
         }
         if let Some(found) = summary_line(line) {
@@ -42,6 +56,9 @@ pub(super) fn parse(text: &str, mode: Mode) -> Option<Vec<TestResult>> {
             "FAILED" => {
                 failed.insert(id);
             }
+            "ERROR" => {
+                errors.insert(id);
+            }
             _ => {}
         }
         out.push(TestResult {
@@ -50,26 +67,59 @@ pub(super) fn parse(text: &str, mode: Mode) -> Option<Vec<TestResult>> {
         });
     }
     let Some(totals) = totals else {
-        return (mode == Mode::Forced && !out.is_empty()).then_some(out);
+        return (mode == Mode::Forced && !out.is_empty()).then_some((out, None));
     };
-    if mode == Mode::Detect && out.is_empty() && !session_started {
+    if mode == Mode::Detect && out.is_empty() && !session_started && !progress {
         return None;
     }
-    let complete = passed.len() >= totals.passed && failed.len() >= totals.failed;
-    complete.then_some(out)
+    // One test can error twice (in setup and in teardown), so errors need only be named.
+    if failed.len() < totals.failed || (totals.errors > 0 && errors.is_empty()) {
+        // Some failure is counted but not named: the failing set is unknown.
+        return None;
+    }
+    if passed.len() >= totals.passed {
+        return Some((out, None));
+    }
+    let counted = Counted {
+        passed: totals.passed,
+        failed: totals.failed,
+        errors: totals.errors,
+        skipped: totals.skipped,
+    };
+    Some((out, Some(counted)))
 }
 
 #[derive(Default)]
 struct Totals {
     passed: usize,
     failed: usize,
+    errors: usize,
+    skipped: usize,
 }
 
 impl Totals {
     fn add(&mut self, other: Totals) {
         self.passed += other.passed;
         self.failed += other.failed;
+        self.errors += other.errors;
+        self.skipped += other.skipped;
     }
+}
+
+/// A `-q` (or default, per file) progress line: status characters, then `[ NN%]`.
+fn progress_line(line: &str) -> bool {
+    let Some(head) = line.trim_end().strip_suffix("%]") else {
+        return false;
+    };
+    let Some((marks, percent)) = head.rsplit_once('[') else {
+        return false;
+    };
+    let percent = percent.trim_start();
+    let marks = marks.trim_end();
+    !marks.is_empty()
+        && !percent.is_empty()
+        && percent.bytes().all(|b| b.is_ascii_digit())
+        && marks.bytes().all(|b| b".FsxXEpR".contains(&b))
 }
 
 /// `3 failed, 4 passed, 1 skipped, 1 xfailed, 1 error in 0.11s`, within `=` bars or not.
@@ -95,8 +145,9 @@ fn summary_line(line: &str) -> Option<Totals> {
         match word {
             "passed" | "xpassed" => totals.passed += n,
             "failed" => totals.failed += n,
-            "skipped" | "deselected" | "xfailed" | "error" | "errors" | "warning" | "warnings"
-            | "rerun" | "reruns" => {}
+            "error" | "errors" => totals.errors += n,
+            "skipped" | "xfailed" => totals.skipped += n,
+            "deselected" | "warning" | "warnings" | "rerun" | "reruns" => {}
             _ => return None,
         }
     }
@@ -248,12 +299,62 @@ mod tests {
     }
 
     #[test]
-    fn default_terse_output_is_partial_and_not_parsed() {
-        assert_eq!(parse(samples::PYTEST_DEFAULT.as_bytes(), None), None);
-        assert_eq!(
-            parse(samples::PYTEST_DEFAULT.as_bytes(), Some(Format::Pytest)),
-            None
-        );
+    fn default_terse_output_is_a_failures_only_listing_with_the_counts() {
+        let want = owned(&[
+            (
+                "tests/test_math.py::TestThing::test_error",
+                TestState::Failed,
+            ),
+            ("tests/test_math.py::test_fixture_error", TestState::Failed),
+            ("tests/test_math.py::test_param[2]", TestState::Failed),
+            ("tests/test_math.py::test_sub", TestState::Failed),
+        ]);
+        for format in [None, Some(Format::Pytest)] {
+            let results = parse(samples::PYTEST_DEFAULT.as_bytes(), format).unwrap();
+            let counted = results.counted.expect("a failures-only listing");
+            assert_eq!(
+                (
+                    counted.passed,
+                    counted.failed,
+                    counted.errors,
+                    counted.skipped
+                ),
+                (4, 3, 1, 2)
+            );
+            assert_eq!(results.test_count(), 9);
+            assert_eq!(results.skipped_count(), 2);
+            assert_eq!(states(samples::PYTEST_DEFAULT, format), want);
+        }
+    }
+
+    #[test]
+    fn a_green_terse_or_quiet_run_is_an_empty_listing_with_its_counts() {
+        let plain = "============================= test session starts ==============================\n\
+                     collected 3 items\n\n\
+                     test.py ..s                                                    [100%]\n\n\
+                     ========================= 2 passed, 1 skipped in 0.02s =========================\n";
+        let quiet = "..s                                                                      [100%]\n\
+                     2 passed, 1 skipped in 0.02s\n";
+        for text in [plain, quiet] {
+            let results = parse(text.as_bytes(), None).unwrap();
+            assert!(results.tests.is_empty(), "{text}");
+            assert_eq!(results.test_count(), 3, "{text}");
+            assert_eq!(results.skipped_count(), 1, "{text}");
+            assert!(results.failing_set().is_empty());
+        }
+        // A bare count line with no pytest framing around it is not detected.
+        assert_eq!(parse(b"2 passed in 0.02s\n", None), None);
+    }
+
+    #[test]
+    fn failures_counted_but_not_named_are_not_parsed() {
+        // `-rN`: no short summary, so the failing set is unknown.
+        let text = "============================= test session starts ==============================\n\
+                    collected 3 items\n\n\
+                    test.py .F.                                                    [100%]\n\n\
+                    ========================= 1 failed, 2 passed in 0.02s =========================\n";
+        assert_eq!(parse(text.as_bytes(), None), None);
+        assert_eq!(parse(text.as_bytes(), Some(Format::Pytest)), None);
     }
 
     #[test]

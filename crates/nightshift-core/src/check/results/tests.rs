@@ -17,7 +17,7 @@ fn samples() -> Vec<(&'static str, &'static str, Option<Format>)> {
     vec![
         ("pytest -v", PYTEST_V, Some(Format::Pytest)),
         ("pytest -rA", PYTEST_RA, Some(Format::Pytest)),
-        ("pytest default", PYTEST_DEFAULT, None),
+        ("pytest default", PYTEST_DEFAULT, Some(Format::Pytest)),
         (
             "pytest collection error",
             PYTEST_COLLECTION_ERROR,
@@ -384,6 +384,7 @@ fn doc_test_ids_survive_line_moves_and_a_deleted_doc_test_is_still_seen() {
             state: TestState::Passed,
         }],
         format: Format::Libtest,
+        counted: None,
     };
     assert_eq!(
         r.collected_stable().into_iter().collect::<Vec<_>>(),
@@ -402,6 +403,7 @@ fn the_files_tests_live_in_come_from_the_ids() {
             })
             .collect(),
         format,
+        counted: None,
     };
     let py = results(
         Format::Pytest,
