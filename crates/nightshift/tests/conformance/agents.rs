@@ -150,7 +150,7 @@ pub fn point_at_server(agent: &Agent, url: &str, home: &Path, auth: Auth) -> Vec
             let _ = std::fs::write(
                 home.join(".aider.conf.yml"),
                 format!(
-                    "model: openai/mock-model\nopenai-api-base: {url}/v1\nshow-model-warnings: false\nshow-release-notes: false\ncheck-update: false\nanalytics-disable: true\n"
+                    "model: openai/mock-model\nopenai-api-base: {url}/v1\nshow-model-warnings: false\n"
                 ),
             );
             set("OPENAI_API_KEY", "sk-conformance");

@@ -89,10 +89,6 @@ const KNOWN_GAPS: &[(&str, &str)] = &[
     ),
     ("codex-0.171.0/stall", "as claude-2.1.332/stall"),
     (
-        "codex-0.171.0/api_overloaded",
-        "503 server_is_overloaded is classified failed, not env_fault(transient)",
-    ),
-    (
         "gemini-0.61.0/stall",
         "start-up under load is counted as silence",
     ),
@@ -115,24 +111,6 @@ const KNOWN_GAPS: &[(&str, &str)] = &[
     (
         "aider-0.86.2/stall",
         "start-up under load is counted as silence",
-    ),
-    (
-        "aider-0.86.2/usage_limit",
-        "aider's own back-off outlives the session timeout; no reset is reported",
-    ),
-    (
-        "aider-0.86.2/api_429",
-        "aider's own back-off (about 64 s) plus start-up hit the session timeout",
-    ),
-    ("aider-0.86.2/api_500", "as aider-0.86.2/api_429"),
-    ("aider-0.86.2/api_overloaded", "as aider-0.86.2/api_429"),
-    (
-        "aider-0.86.2/bad_key",
-        "AuthenticationError text is not classified env_fault(auth)",
-    ),
-    (
-        "aider-0.86.2/kill9_resume",
-        "aider has no session to resume; the rerun hits the session timeout under load",
     ),
 ];
 
