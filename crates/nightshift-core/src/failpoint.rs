@@ -1,7 +1,8 @@
 //! Failpoints for crash tests: `NIGHTSHIFT_FAILPOINT=<name>[@<n>]` makes the process kill itself
 //! with SIGKILL the n-th time (default first) it passes the named point. Names are journal event
-//! kinds (the kill happens right after the event is durable) and a few effect points such as
-//! `integrate_effect_done` (after git moved the target, before the journal says so).
+//! kinds (`Store::record` passes one for every event it journals, whichever process records it,
+//! right after the event is durable) and a few effect points such as `integrate_effect_done`
+//! (after git moved the target, before the journal says so).
 //!
 //! With `NIGHTSHIFT_FAILPOINT_ONCE=<path>` as well, the point fires only in the first process
 //! that creates `<path>` (exclusively): a supervised run whose engines all inherit the

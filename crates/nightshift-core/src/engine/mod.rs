@@ -25,7 +25,6 @@ use std::sync::Arc;
 
 use crate::clock::Clock;
 use crate::config::Config;
-use crate::failpoint;
 use crate::git::{Git, GitError};
 use crate::halt::HaltReason;
 use crate::plan::Plan;
@@ -273,7 +272,6 @@ impl Journal<'_, '_> {
             kind,
         )?;
         (self.observe)(&event);
-        failpoint::hit(event.kind.name());
         Ok(event)
     }
 
@@ -405,8 +403,8 @@ impl Engine<'_> {
         self.run.as_ref().map(|r| r.id.clone()).unwrap_or_default()
     }
 
-    /// Journals one transition (event + state, one transaction), shows it, then passes the
-    /// failpoint of that name.
+    /// Journals one transition (event + state, one transaction; the store passes the failpoint of
+    /// its name once it is durable), then shows it.
     fn record(&mut self, kind: EventKind) -> Result<Event, EngineError> {
         let run_id = self.run_id();
         let event = space::record(
@@ -418,7 +416,6 @@ impl Engine<'_> {
             kind,
         )?;
         (self.observe)(&event);
-        failpoint::hit(event.kind.name());
         // The cached run row (pass, spend, pause) always reflects the journal.
         self.run = self.store.run(&run_id)?;
         Ok(event)

@@ -335,6 +335,9 @@ impl Store {
         let seq = tx.last_insert_rowid();
         fold::apply(&tx, run_id, at, &kind)?;
         tx.commit()?;
+        // Every journaled kind, whoever records it (the engine, its teardown and receipt hooks,
+        // `accept`, `tell`), passes its failpoint right after it is durable.
+        crate::failpoint::hit(kind.name());
         Ok(Event {
             seq,
             run_id: run_id.to_owned(),

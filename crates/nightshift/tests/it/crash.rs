@@ -845,3 +845,269 @@ fn sigkill_at_conflict_found_under_the_supervisor_ends_as_without_a_kill() {
     };
     ends_as_without_a_kill(&make, CONFLICT_POINTS);
 }
+
+/// The point of a teardown that fails (its own test below).
+const TEARDOWN_POINTS: &[&str] = &["teardown_failed"];
+
+/// The point of a CLI that names its own session (its own test below).
+const AGENT_SESSION_POINTS: &[&str] = &["agent_session_opened"];
+
+/// The points journaled by the operator's own commands, `accept` and `tell` (their own tests
+/// below): the command is killed, not an engine.
+const COMMAND_POINTS: &[&str] = &["accepted", "operator_message"];
+
+/// Points that are effects, not journaled kinds (killed between an effect and its record).
+const EFFECT_POINTS: &[&str] = &["integrate_effect_done"];
+
+/// Every point some crash test of this file kills at.
+fn every_point() -> Vec<&'static str> {
+    [
+        POINTS,
+        PAUSE_POINTS,
+        DEADLINE_POINTS,
+        PUSH_POINTS,
+        BUDGET_POINTS,
+        GATE_POINTS,
+        ESCALATION_POINTS,
+        DEBT_POINTS,
+        NUDGE_POINTS,
+        OPERATOR_POINTS,
+        CONFLICT_POINTS,
+        REVIEW_POINTS,
+        &["run_resumed"],
+        TEARDOWN_POINTS,
+        AGENT_SESSION_POINTS,
+        COMMAND_POINTS,
+    ]
+    .concat()
+}
+
+/// Every kind of `store/event.rs`, read from the enum itself: serde's refusal of an unknown
+/// tag lists every variant, so a kind added there is seen here without anyone listing it.
+fn every_event_kind() -> Vec<String> {
+    let err = serde_json::from_str::<nightshift_core::store::EventKind>(
+        r#"{"kind": "no_such_kind_for_the_crash_matrix"}"#,
+    )
+    .expect_err("an unknown kind is refused");
+    let message = err.to_string();
+    let listed = message
+        .split_once("expected one of ")
+        .unwrap_or_else(|| panic!("serde names the variants: {message}"))
+        .1;
+    let kinds: Vec<String> = listed
+        .split('`')
+        .skip(1)
+        .step_by(2)
+        .map(str::to_owned)
+        .collect();
+    assert!(kinds.contains(&"run_finished".to_owned()), "{message}");
+    kinds
+}
+
+/// The crash matrix covers every journaled kind: a kind added to `store/event.rs` without a
+/// crash test here fails this test (and every listed point is a real kind or a known effect).
+#[test]
+fn the_crash_matrix_covers_every_event_kind_of_the_journal() {
+    let kinds = every_event_kind();
+    let points = every_point();
+    let missing: Vec<&String> = kinds
+        .iter()
+        .filter(|k| !points.contains(&k.as_str()))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "journaled kinds no crash test kills at: {missing:?}"
+    );
+    let unknown: Vec<&&str> = points
+        .iter()
+        .filter(|p| !kinds.iter().any(|k| k == *p) && !EFFECT_POINTS.contains(p))
+        .collect();
+    assert!(unknown.is_empty(), "points that are not kinds: {unknown:?}");
+}
+
+/// A key file others can read: no receipt can be signed, so every finished attempt journals
+/// `teardown_failed` (as in replay.rs). Killed once right after it under the supervisor, the
+/// run ends as without a kill.
+#[test]
+fn sigkill_at_teardown_failed_under_the_supervisor_ends_as_without_a_kill() {
+    let make = || {
+        let repo = Repo::new(&project());
+        repo.agent("a", &solves("a"));
+        repo.agent("b", NEVER_SOLVES);
+        repo.configure(&plan(&repo, &["a", "b"], 1, 1));
+        let key = repo.home.join("data/nightshift/receipt-signing.key");
+        std::fs::create_dir_all(key.parent().unwrap()).unwrap();
+        std::fs::write(&key, format!("{}\n", "11".repeat(32))).unwrap();
+        std::fs::set_permissions(&key, std::os::unix::fs::PermissionsExt::from_mode(0o644))
+            .unwrap();
+        repo
+    };
+    ends_as_without_a_kill(&make, TEARDOWN_POINTS);
+}
+
+/// A Claude-shaped CLI (the fake agent `--as claude`) names its session in `system/init`,
+/// journaled as `agent_session_opened`: killed once right after it under the supervisor, the
+/// session resumes and the run ends as without a kill.
+#[test]
+fn sigkill_at_agent_session_opened_under_the_supervisor_ends_as_without_a_kill() {
+    let make = || {
+        let repo = Repo::new(&project());
+        repo.agent("a", &solves("a"));
+        repo.agent("b", &solves("b"));
+        let wrapper = repo.agent_dir.join("claude-cli");
+        std::fs::write(
+            &wrapper,
+            format!(
+                "#!/bin/sh\nexec {BIN} __fake-agent --script-dir {} --as claude -- \"$@\"\n",
+                repo.agent_dir.display()
+            ),
+        )
+        .unwrap();
+        std::fs::set_permissions(
+            &wrapper,
+            std::os::unix::fs::PermissionsExt::from_mode(0o755),
+        )
+        .unwrap();
+        let config = plan(&repo, &["a", "b"], 2, 1).replace(
+            &repo.agent_table(),
+            &format!(
+                "[agent]\nkind = \"claude\"\nbinary = \"{}\"\n",
+                wrapper.display()
+            ),
+        );
+        repo.configure(&config);
+        repo
+    };
+    ends_as_without_a_kill(&make, AGENT_SESSION_POINTS);
+}
+
+/// The kinds in a repository's journal, in order.
+fn kinds_in_order(repo: &Repo) -> Vec<&'static str> {
+    repo.store()
+        .events_after(0, 100_000)
+        .unwrap()
+        .iter()
+        .map(|e| e.kind.name())
+        .collect()
+}
+
+/// `accept` of an escalated item, killed right after it journaled `accepted`: the target holds
+/// the work once, the item is shipped, a second `accept` moves nothing, and no run starts.
+#[test]
+fn sigkill_of_accept_right_after_accepted_leaves_the_item_shipped_once() {
+    let repo = Repo::new(&project());
+    repo.agent("a", &solves("a"));
+    let script = repo.agent_dir.join("review.sh");
+    std::fs::write(
+        &script,
+        r#"printf '%s\n' '{"verdict": "escalate", "reason": "a person must decide", "findings": []}' > "$NIGHTSHIFT_VERDICT_FILE""#,
+    )
+    .unwrap();
+    repo.configure(&format!(
+        "{}\n[agent.review]\ncommand = [\"sh\", \"{}\"]\n\n[review]\nwhen = \"always\"\n",
+        plan(&repo, &["a"], 2, 1),
+        script.display()
+    ));
+    let out = repo.run(&["run"]);
+    assert_eq!(out.status.code(), Some(16), "{}", text(&out));
+    assert_eq!(repo.item_state("a"), "escalated");
+    let runs_before = kinds_in_order(&repo)
+        .iter()
+        .filter(|k| **k == "run_started")
+        .count();
+
+    let killed = repo
+        .cmd(&["accept", "a"])
+        .env(failpoint::ENV, "accepted")
+        .output()
+        .unwrap();
+    assert_eq!(killed.status.signal(), Some(9), "{}", text(&killed));
+    assert_eq!(repo.item_state("a"), "shipped", "the accept is durable");
+    let moved = repo.git(&["rev-parse", "main"]);
+    let again = repo.run(&["accept", "a"]);
+    assert_ne!(again.status.code(), Some(0), "{}", text(&again));
+    assert_eq!(repo.git(&["rev-parse", "main"]), moved, "not merged twice");
+    assert_eq!(repo.shipped_items(), ["a"]);
+    let kinds = kinds_in_order(&repo);
+    assert_eq!(
+        kinds.iter().filter(|k| **k == "accepted").count(),
+        1,
+        "{kinds:?}"
+    );
+    assert_eq!(
+        kinds.iter().filter(|k| **k == "run_started").count(),
+        runs_before,
+        "{kinds:?}"
+    );
+    repo.assert_clean_end();
+}
+
+/// `tell` killed right after it journaled `operator_message`: the message is durable and the
+/// item's next session gets it once; the supervised run is untouched (one run).
+#[test]
+fn sigkill_of_tell_right_after_operator_message_delivers_the_message_once() {
+    use std::process::Stdio;
+    let repo = Repo::new(&project());
+    let ready = repo.agent_dir.join("ready");
+    let release = repo.agent_dir.join("release");
+    for fifo in [&ready, &release] {
+        nix::unistd::mkfifo(fifo, nix::sys::stat::Mode::S_IRWXU).unwrap();
+    }
+    let seen = repo.agent_dir.join("prompts");
+    let dev = repo.agent_dir.join("dev.sh");
+    std::fs::write(
+        &dev,
+        format!(
+            "cat \"$NIGHTSHIFT_PROMPT_FILE\" >> {seen}\necho ---- >> {seen}\n\
+             if [ \"$NIGHTSHIFT_ITERATION\" = 1 ]; then echo started > {ready}; read line < {release}; exit 0; fi\n\
+             mkdir -p done; echo ok > done/$NIGHTSHIFT_ITEM\n",
+            seen = seen.display(),
+            ready = ready.display(),
+            release = release.display()
+        ),
+    )
+    .unwrap();
+    let config = plan(&repo, &["a"], 2, 1).replacen(
+        &repo.agent_table(),
+        &format!(
+            "[agent]\nkind = \"command\"\ncommand = [\"sh\", \"{}\"]\n",
+            dev.display()
+        ),
+        1,
+    );
+    repo.configure(&config);
+    let mut run = repo
+        .cmd(&["run"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    assert_eq!(std::fs::read_to_string(&ready).unwrap(), "started\n");
+    let killed = repo
+        .cmd(&["tell", "a", "use the blue one"])
+        .env(failpoint::ENV, "operator_message")
+        .output()
+        .unwrap();
+    assert_eq!(killed.status.signal(), Some(9), "{}", text(&killed));
+    std::fs::write(&release, "go\n").unwrap();
+    assert_eq!(run.wait().unwrap().code(), Some(10));
+
+    let prompts = std::fs::read_to_string(&seen).unwrap();
+    let parts: Vec<&str> = prompts.split("----\n").collect();
+    assert_eq!(parts.len(), 3, "two sessions: {prompts}");
+    assert!(parts[1].contains("use the blue one"), "{}", parts[1]);
+    let kinds = kinds_in_order(&repo);
+    assert_eq!(
+        kinds.iter().filter(|k| **k == "operator_message").count(),
+        1,
+        "{kinds:?}"
+    );
+    assert_eq!(
+        kinds.iter().filter(|k| **k == "run_started").count(),
+        1,
+        "{kinds:?}"
+    );
+    assert_eq!(kinds.last(), Some(&"run_finished"), "{kinds:?}");
+    assert_eq!(repo.shipped_items(), ["a"]);
+    repo.assert_clean_end();
+}
