@@ -213,7 +213,10 @@ fn decide(
     let (step, turn) = if turn {
         st.cursor = (index + 1).min(last);
         (current, true)
-    } else if current.applies_to_aux() {
+    } else if current.applies_to_aux() && !(wire == Wire::Gemini && current == Step::Stall) {
+        // Gemini's router request comes before the model turn (Claude's and Codex's auxiliary
+        // requests run beside it): held, it would keep the CLI from ever asking for the turn, so
+        // a stall falls on the turn itself, as for the other CLIs.
         (current, false)
     } else {
         (

@@ -5,8 +5,9 @@ use serde::Deserialize;
 /// A scripted scenario. Every request that asks the model for a turn (it offers tools, or it is
 /// a chat completion) takes the next step; the last step repeats, so `[tool, tool]` loops tool
 /// calls forever and `[error]` fails every request. While the current step is a bad key or a
-/// stall, auxiliary requests (title generation, routing) get it too; other errors hit model
-/// turns only (a CLI retrying a failed router call would only slow the suite down).
+/// stall, auxiliary requests (title generation) get it too, except Gemini's router under a stall
+/// (held, the CLI would never ask for its turn); other errors hit model turns only (a CLI
+/// retrying a failed router call would only slow the suite down).
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Scenario {

@@ -592,7 +592,8 @@ fn chat(body: &Value, d: &Decision, w: &mut TcpStream) -> io::Result<After> {
 
 // ----- Gemini ----------------------------------------------------------------------------
 
-fn gemini_error(step: &Step) -> (u16, Value) {
+/// Gemini's errors, as Google's APIs send them (what Gemini CLI's `classifyGoogleError` reads).
+fn gemini_error(step: &Step, model: &str) -> (u16, Value) {
     let err = |code: u16, status: &str, message: &str, details: Value| {
         (
             code,
@@ -600,22 +601,42 @@ fn gemini_error(step: &Step) -> (u16, Value) {
         )
     };
     match step {
+        // A usage limit with a reset: `QuotaFailure` and a `RetryInfo` beyond the 300 s the CLI
+        // retries by itself, so it gives up at once and prints "Suggested retry after 3600s.".
+        // (A per-day quota id would make it print "You have exhausted your daily quota on this
+        // model." and drop the delay; Code Assist's "exhausted your capacity … reset after" it
+        // sleeps through silently.)
         Step::RateLimit { resets_in: Some(s) } => err(
             429,
             "RESOURCE_EXHAUSTED",
-            "You exceeded your current quota, please check your plan and billing details.",
+            "You exceeded your current quota, please check your plan and billing details. For more information on this error, head to: https://ai.google.dev/gemini-api/docs/rate-limits.",
             json!([
                 {"@type": "type.googleapis.com/google.rpc.QuotaFailure", "violations": [
-                    {"quotaMetric": "generativelanguage.googleapis.com/generate_content_free_tier_requests",
-                     "quotaId": "GenerateRequestsPerDayPerProjectPerModel-FreeTier"}]},
+                    {"quotaMetric": "generativelanguage.googleapis.com/generate_content_paid_tier_requests",
+                     "quotaId": "GenerateRequestsPerProjectPerModel",
+                     "quotaDimensions": {"location": "global", "model": model}}]},
                 {"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": format!("{s}s")}
             ]),
         ),
+        // An API key's per-minute rate limit, as the Gemini API sends it: `QuotaFailure` with a
+        // per-minute quota id and a short `RetryInfo`. The CLI retries it, then gives up with
+        // "Suggested retry after 1s.".
         Step::RateLimit { resets_in: None } => err(
             429,
             "RESOURCE_EXHAUSTED",
-            "Resource has been exhausted (e.g. check quota).",
-            json!([{"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "0s"}]),
+            &format!(
+                "You exceeded your current quota, please check your plan and billing details. For more information on this error, head to: https://ai.google.dev/gemini-api/docs/rate-limits.\n* Quota exceeded for metric: generativelanguage.googleapis.com/generate_content_free_tier_requests, limit: 10, model: {model}\nPlease retry in 1.5s."
+            ),
+            json!([
+                {"@type": "type.googleapis.com/google.rpc.QuotaFailure", "violations": [
+                    {"quotaMetric": "generativelanguage.googleapis.com/generate_content_free_tier_requests",
+                     "quotaId": "GenerateRequestsPerMinutePerProjectPerModel-FreeTier",
+                     "quotaDimensions": {"location": "global", "model": model}, "quotaValue": "10"}]},
+                {"@type": "type.googleapis.com/google.rpc.Help", "links": [
+                    {"description": "Learn more about Gemini API quotas",
+                     "url": "https://ai.google.dev/gemini-api/docs/rate-limits"}]},
+                {"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "1s"}
+            ]),
         ),
         Step::ServerError => err(
             500,
@@ -640,8 +661,15 @@ fn gemini_error(step: &Step) -> (u16, Value) {
 
 fn gemini(req: &Request, body: &Value, d: &Decision, w: &mut TcpStream) -> io::Result<After> {
     let _ = body;
+    let model = req
+        .path
+        .rsplit('/')
+        .next()
+        .and_then(|m| m.split(':').next())
+        .unwrap_or("mock-gemini")
+        .to_owned();
     if d.step.is_failure() {
-        let (status, err) = gemini_error(&d.step);
+        let (status, err) = gemini_error(&d.step, &model);
         return json_reply(w, status, &[], &err);
     }
     let parts = match &d.step {
@@ -655,13 +683,6 @@ fn gemini(req: &Request, body: &Value, d: &Decision, w: &mut TcpStream) -> io::R
         _ => vec![],
     };
     let u: Usage = d.usage;
-    let model = req
-        .path
-        .rsplit('/')
-        .next()
-        .and_then(|m| m.split(':').next())
-        .unwrap_or("mock-gemini")
-        .to_owned();
     let reply = json!({"candidates": [{"content": {"role": "model", "parts": parts},
         "finishReason": "STOP", "index": 0}],
         "usageMetadata": {"promptTokenCount": u.input, "candidatesTokenCount": u.output,

@@ -308,3 +308,44 @@ fn scenarios_parse_from_json() {
     assert!(Scenario::from_json(r#"{"steps":[]}"#).is_err());
     assert!(Scenario::from_json(r#"{"steps":[{"do":"dance"}]}"#).is_err());
 }
+
+#[test]
+fn gemini_router_is_answered_under_a_stall_so_the_turn_is_the_held_request() {
+    let server = Server::start(Scenario::of(vec![Step::Stall])).unwrap();
+    // The router's request (no tools) comes first; held, the CLI would never ask for a turn.
+    let (status, _, body) = post(
+        &server,
+        "/v1beta/models/flash-lite:generateContent",
+        &json!({"contents": []}),
+    );
+    assert_eq!(status, 200);
+    assert!(body.contains("scripted"), "{body}");
+    assert_eq!(server.turns(), 0);
+}
+
+#[test]
+fn gemini_429s_are_what_google_sends_for_a_rate_limit_and_for_a_quota() {
+    let turn = json!({"tools": [{"functionDeclarations": [{"name": "write_file"}]}]});
+    let path = "/v1beta/models/g:streamGenerateContent";
+    // An API key's per-minute limit: a per-minute quota id and a short RetryInfo (the CLI
+    // retries it itself).
+    let server = Server::start(Scenario::of(vec![Step::RateLimit { resets_in: None }])).unwrap();
+    let (status, _, body) = post(&server, path, &turn);
+    assert_eq!(status, 429);
+    let v: Value = serde_json::from_str(&body).unwrap();
+    let details = v["error"]["details"].to_string();
+    assert!(details.contains("PerMinute") && details.contains(r#""retryDelay":"1s""#));
+    // A quota with a reset: RetryInfo carries it, beyond the CLI's own 300 s, and no per-day
+    // id (which would make the CLI drop the delay).
+    let server = Server::start(Scenario::of(vec![Step::RateLimit {
+        resets_in: Some(3600),
+    }]))
+    .unwrap();
+    let (status, _, body) = post(&server, path, &turn);
+    assert_eq!(status, 429);
+    let v: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(v["error"]["status"], "RESOURCE_EXHAUSTED");
+    let details = v["error"]["details"].to_string();
+    assert!(details.contains("QuotaFailure") && details.contains(r#""retryDelay":"3600s""#));
+    assert!(!details.contains("PerDay") && !details.contains("PerMinute"));
+}

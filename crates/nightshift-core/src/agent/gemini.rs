@@ -21,7 +21,7 @@ use serde::Deserialize;
 
 use super::classify::{finish_kind, signal_from_status, signal_from_text};
 use super::line::{Dialect, LineReader};
-use super::reset::ResetClock;
+use super::reset::{ResetClock, duration_after};
 use super::wire::{ErrorField, Num, Obj, Str};
 use super::{AgentEvent, FinishKind, Finished, SessionTotals, StreamParser, Usage};
 
@@ -313,17 +313,16 @@ fn http_status_in(text: &str) -> Option<u16> {
 }
 
 fn classify(texts: &[&str], code: Option<i64>, clock: &ResetClock) -> FinishKind {
-    let quota = || FinishKind::QuotaExhausted {
-        resets_at: clock.resolve(texts.iter().copied()),
-    };
-    if code == Some(429) {
-        return quota();
+    let rate_limit = || rate_limit(texts, clock);
+    let status = code.or_else(|| api_status(texts));
+    if status == Some(429) {
+        return rate_limit();
     }
-    if let Some(s) = code.and_then(signal_from_status) {
-        return finish_kind(s, quota);
+    if let Some(s) = status.and_then(signal_from_status) {
+        return finish_kind(s, rate_limit);
     }
     match signal_from_text(texts.iter().copied()) {
-        Some(s) => finish_kind(s, quota),
+        Some(s) => finish_kind(s, rate_limit),
         None => FinishKind::AgentError {
             message: texts
                 .iter()
@@ -332,6 +331,107 @@ fn classify(texts: &[&str], code: Option<i64>, clock: &ResetClock) -> FinishKind
                 .unwrap_or_else(|| "agent reported an error".to_owned()),
         },
     }
+}
+
+/// The longest retry delay Gemini CLI still treats as a rate limit it retries itself
+/// (`MAX_RETRYABLE_DELAY_SECONDS`); a longer one is a quota it gives up on.
+const MAX_RETRYABLE_DELAY_S: i64 = 300;
+
+/// Where a daily quota of the Gemini API resets: midnight Pacific time (Google's rate-limit
+/// documentation: "Requests per day (RPD) quotas reset at midnight Pacific time").
+const DAILY_RESET_ZONE: &str = "America/Los_Angeles";
+
+/// A 429, told apart the way Gemini CLI tells it apart (`classifyGoogleError`): the CLI prints
+/// a quota it will not retry as "You have exhausted your daily quota on this model." (a
+/// `QuotaFailure` with a per-day quota id), "You have exhausted your capacity on this model.
+/// Your quota will reset after 1h0m0s." (Code Assist's subscription limit), or with a
+/// `RetryInfo` delay over 300 s ("Suggested retry after 3600s."): a quota, paused to its reset.
+/// Anything else it retried itself before giving up (a per-minute quota, "Suggested retry after
+/// 26s."; a bare `RESOURCE_EXHAUSTED`): an API-key rate limit, a transient fault.
+fn rate_limit(texts: &[&str], clock: &ResetClock) -> FinishKind {
+    let hay = texts
+        .iter()
+        .map(|t| t.to_ascii_lowercase())
+        .collect::<Vec<_>>()
+        .join("\n");
+    let suggested = duration_after(&hay, "suggested retry after ");
+    let daily = hay.contains("daily quota");
+    let terminal = daily
+        || hay.contains("exhausted your capacity")
+        || hay.contains("quota will reset")
+        || suggested.is_some_and(|s| s > MAX_RETRYABLE_DELAY_S);
+    if !terminal {
+        return FinishKind::Transient;
+    }
+    let resets_at = match (suggested, clock.now) {
+        (Some(s), Some(now)) if s > MAX_RETRYABLE_DELAY_S => Some(now.saturating_add(s)),
+        _ => clock.resolve(texts.iter().copied()),
+    }
+    .or_else(|| {
+        daily
+            .then(|| next_midnight(clock.now?, DAILY_RESET_ZONE))
+            .flatten()
+    });
+    FinishKind::QuotaExhausted { resets_at }
+}
+
+/// The first midnight after `now` in the zone `zone`.
+fn next_midnight(now: i64, zone: &str) -> Option<i64> {
+    let tz = TimeZone::get(zone).ok()?;
+    let today = jiff::Timestamp::from_second(now)
+        .ok()?
+        .to_zoned_datetime(tz.clone())
+        .date();
+    let midnight = today.tomorrow().ok()?.to_zoned_datetime(tz).ok()?;
+    Some(midnight.timestamp().as_second())
+}
+
+/// The HTTP status of an API error as Gemini CLI prints it: the `code` in the API's JSON body
+/// (`[API Error: {"error":{"code":500,…}}]`), else its status name (`"status":"INTERNAL"`,
+/// `(Status: UNAVAILABLE)`), else 429 when the CLI appended the advice it adds to every 429
+/// ("Please wait and try again later.").
+fn api_status(texts: &[&str]) -> Option<i64> {
+    const NAMES: &[(&str, i64)] = &[
+        ("resource_exhausted", 429),
+        ("unavailable", 503),
+        ("internal", 500),
+        ("deadline_exceeded", 504),
+        ("unauthenticated", 401),
+        ("permission_denied", 403),
+        ("not_found", 404),
+        ("invalid_argument", 400),
+    ];
+    let hay = texts
+        .iter()
+        .map(|t| t.to_ascii_lowercase())
+        .collect::<Vec<_>>()
+        .join("\n");
+    let code = hay.find("\"code\":").and_then(|i| {
+        let digits: String = hay[i + "\"code\":".len()..]
+            .trim_start()
+            .chars()
+            .take_while(char::is_ascii_digit)
+            .collect();
+        digits
+            .parse::<i64>()
+            .ok()
+            .filter(|c| (400..600).contains(c))
+    });
+    code.or_else(|| {
+        NAMES.iter().find_map(|(name, status)| {
+            [
+                format!("\"status\":\"{name}\""),
+                format!("(status: {name})"),
+            ]
+            .iter()
+            .any(|p| hay.contains(p.as_str()))
+            .then_some(*status)
+        })
+    })
+    .or_else(|| {
+        hay.contains("please wait and try again later")
+            .then_some(429)
+    })
 }
 
 /// The approval mode when `[agent] permission_mode` is not set: tools run without asking
@@ -424,8 +524,13 @@ impl super::adapter::Adapter for GeminiAdapter {
     }
 }
 
-/// Gemini CLI's exit codes (0.61.0: `FatalError` subclasses, and the codes seen against a
-/// scripted server): what each means when the stream said nothing of its own.
+/// Gemini CLI's exit codes (0.61.0), what each means when the stream said nothing of its own.
+///
+/// Two sources, read from the CLI's bundle and confirmed against the scripted server: its
+/// `FatalError` subclasses (41 auth, 42 input, 44 sandbox, 52 config, 53 turn limit, 54 tool
+/// execution, 55 untrusted directory, 130 cancelled), and headless `handleError`, which exits
+/// with the API error's HTTP status (`process.exit(error.status)`), so the shell sees the status
+/// modulo 256: 500 exits 244, 429 exits 173, 503 exits 247, 401 exits 145.
 pub fn exit_kind(code: i32) -> Option<FinishKind> {
     let error = |what: &str| {
         Some(FinishKind::AgentError {
@@ -441,8 +546,15 @@ pub fn exit_kind(code: i32) -> Option<FinishKind> {
         53 => Some(FinishKind::MaxTurns),
         54 => error("tool execution error"),
         55 => error("the directory is not trusted (pass --skip-trust)"),
-        // Seen on a 429 the CLI gave up on.
+        130 => error("cancelled"),
+        // HTTP statuses, modulo 256.
+        144 => error("the API refused the request (400)"),
+        145 | 147 => Some(FinishKind::Auth), // 401, 403
+        148 => error("model not found (404)"),
+        // 429 after the CLI's own retries: a quota it gave up on says so in the stream.
         173 => Some(FinishKind::Transient),
+        // 408, 499, 500, 502, 503, 504.
+        152 | 243 | 244 | 246 | 247 | 248 => Some(FinishKind::Transient),
         _ => None,
     }
 }

@@ -153,7 +153,12 @@ const EXPECTED: &[Row] = &[
         ("codex_exec_ship.jsonl", &[FinishKind::Ok], 0, [500, 70, 2200, 0, 10], None, 0),
         ("codex_exec_ship_readonly_sandbox.jsonl", &[FinishKind::Ok], 1, [500, 70, 2200, 0, 10], None, 0),
         ("gemini_stream_json_auth401.jsonl", &[FinishKind::Auth], 0, [0, 0, 0, 0, 0], None, 0),
+        ("gemini_stream_json_daily_quota429_exit173.jsonl", &[FinishKind::QuotaExhausted { resets_at: Some(1796198400) }], 0, [0, 0, 0, 0, 0], None, 0),
+        ("gemini_stream_json_error500_exit244.jsonl", &[FinishKind::Transient], 0, [0, 0, 0, 0, 0], None, 0),
         ("gemini_stream_json_quota429.jsonl", &[FinishKind::QuotaExhausted { resets_at: Some(1796155200) }], 0, [0, 0, 0, 0, 0], None, 0),
+        ("gemini_stream_json_quota429_retry3600_exit173.jsonl", &[FinishKind::QuotaExhausted { resets_at: Some(1796155200) }], 0, [0, 0, 0, 0, 0], None, 0),
+        ("gemini_stream_json_rate429_bare_exit173.jsonl", &[FinishKind::Transient], 0, [0, 0, 0, 0, 0], None, 0),
+        ("gemini_stream_json_rate429_per_minute_exit173.jsonl", &[FinishKind::Transient], 0, [0, 0, 0, 0, 0], None, 0),
         ("gemini_stream_json_ship.jsonl", &[FinishKind::Ok], 0, [510, 75, 2200, 0, 0], None, 0),
 ];
 
@@ -233,12 +238,50 @@ fn real_usage_limit_resets_are_never_early() {
 }
 
 #[test]
+fn gemini_tells_an_api_key_rate_limit_from_a_quota_with_a_reset() {
+    // Per-minute (`QuotaFailure` + `RetryInfo` 1s, retried by the CLI) and a bare
+    // RESOURCE_EXHAUSTED: the CLI retried them itself; nightshift backs off.
+    for name in [
+        "gemini_stream_json_rate429_per_minute_exit173.jsonl",
+        "gemini_stream_json_rate429_bare_exit173.jsonl",
+    ] {
+        assert_eq!(summarize(name).finishes, [FinishKind::Transient], "{name}");
+    }
+    // A `RetryInfo` beyond the CLI's 300 s: "Suggested retry after 3600s." is the reset.
+    assert_eq!(
+        summarize("gemini_stream_json_quota429_retry3600_exit173.jsonl").finishes,
+        [FinishKind::QuotaExhausted {
+            resets_at: Some(NOW + 3600)
+        }]
+    );
+    // A per-day quota (the CLI drops the delay): Google resets daily quotas at midnight
+    // Pacific; 19:00Z on 2026-12-01 is 11:00 PST, so 08:00Z the next day.
+    assert_eq!(
+        summarize("gemini_stream_json_daily_quota429_exit173.jsonl").finishes,
+        [FinishKind::QuotaExhausted {
+            resets_at: Some(NOW + 13 * 3600)
+        }]
+    );
+    // A 500 after the CLI's retries (exit 244) is the server's fault, not the item's.
+    assert_eq!(
+        summarize("gemini_stream_json_error500_exit244.jsonl").finishes,
+        [FinishKind::Transient]
+    );
+}
+
+#[test]
 fn gemini_exit_codes_are_mapped() {
     let p = gemini::GeminiParser::new();
     assert_eq!(p.exit_kind(41), Some(FinishKind::Auth));
     assert_eq!(p.exit_kind(53), Some(FinishKind::MaxTurns));
-    assert_eq!(p.exit_kind(173), Some(FinishKind::Transient));
-    for code in [42, 44, 52, 54, 55] {
+    // An API error's HTTP status, modulo 256 (`process.exit(status)`): 429, 500, 503, 504
+    // back off; 401 and 403 are credentials.
+    for code in [173, 244, 246, 247, 248] {
+        assert_eq!(p.exit_kind(code), Some(FinishKind::Transient), "{code}");
+    }
+    assert_eq!(p.exit_kind(145), Some(FinishKind::Auth));
+    assert_eq!(p.exit_kind(147), Some(FinishKind::Auth));
+    for code in [42, 44, 52, 54, 55, 130, 144, 148] {
         assert!(
             matches!(p.exit_kind(code), Some(FinishKind::AgentError { .. })),
             "{code}"

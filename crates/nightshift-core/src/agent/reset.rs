@@ -65,6 +65,14 @@ pub fn reset_from_text(text: &str, now: Option<i64>, local: &TimeZone) -> Option
     None
 }
 
+/// The duration written right after `key` (lowercase) in `text`, in whole seconds rounded up:
+/// `duration_after("Suggested retry after 3600s.", "suggested retry after ")` is 3600.
+pub(crate) fn duration_after(text: &str, key: &str) -> Option<i64> {
+    let lower = text.to_ascii_lowercase();
+    let i = lower.find(key)?;
+    parse_duration(&lower[i + key.len()..])
+}
+
 /// `3 days 6 hours 57 minutes`, `5h 30m`, `32.5s`, `90 seconds` → whole seconds (rounded up).
 fn parse_duration(s: &str) -> Option<i64> {
     let mut c = Cursor::new(s);
