@@ -210,3 +210,86 @@ fn gc_after_merge_prepared(drop_the_ref: bool) {
     );
     repo.assert_clean_end();
 }
+
+/// `nightshift wait --timeout 60s` in `repo`: its exit code and its one JSON line.
+fn wait_line(repo: &Repo) -> (Option<i32>, serde_json::Value) {
+    let out = repo.run(&["wait", "--timeout", "60s"]);
+    let line = String::from_utf8_lossy(&out.stdout).into_owned();
+    let value = serde_json::from_str(line.trim())
+        .unwrap_or_else(|e| panic!("one JSON line ({e}): {}", text(&out)));
+    (out.status.code(), value)
+}
+
+/// A frozen engine (SIGSTOP), a dead one (SIGKILL, no supervisor) and a restart storm journal
+/// nothing: `wait` used to wait on until its timeout (forever without one). It reads what is
+/// true of the run as `status` does and wakes with it.
+#[test]
+fn wait_reports_a_frozen_a_dead_and_a_stormed_engine_instead_of_waiting_on() {
+    use nightshift_core::failpoint;
+    use std::os::unix::process::ExitStatusExt;
+    use std::process::Stdio;
+
+    // Frozen: the engine holds the lock, paused, and is stopped.
+    let repo = Repo::new(&project());
+    repo.agent("a", &solves("a"));
+    repo.configure(&plan(&repo, &["a"], 1, 1));
+    assert_eq!(repo.run(&["pause"]).status.code(), Some(0));
+    let engine = repo
+        .cmd(&["engine"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    crate::lifecycle::wait_for_journal(&repo, |all| {
+        all.iter().any(|e| e.kind.name() == "run_paused")
+    });
+    let pid = nix::unistd::Pid::from_raw(i32::try_from(engine.id()).unwrap());
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGSTOP).unwrap();
+    let (code, line) = wait_line(&repo);
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGCONT).unwrap();
+    assert_eq!(line["wake"], "heartbeat_stale", "{line}");
+    assert_eq!(line["halt_reason"], "heartbeat_stale", "{line}");
+    assert_eq!(code, Some(19), "{line}");
+    assert!(
+        line["detail"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("stopped"),
+        "{line}"
+    );
+    assert_eq!(repo.run(&["stop"]).status.code(), Some(0));
+    assert_eq!(engine.wait_with_output().unwrap().status.code(), Some(0));
+
+    // Dead: killed with nobody to restart it.
+    let repo = Repo::new(&project());
+    repo.agent("a", &solves("a"));
+    repo.configure(&plan(&repo, &["a"], 1, 1));
+    let out = repo
+        .cmd(&["engine"])
+        .env(failpoint::ENV, "attempt_started")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.signal(), Some(9), "{}", text(&out));
+    let (code, line) = wait_line(&repo);
+    assert_eq!(line["wake"], "dead", "{line}");
+    assert_eq!(code, Some(19), "{line}");
+    assert!(
+        line["detail"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("no engine is alive"),
+        "{line}"
+    );
+
+    // A restart storm: every restarted engine died, the supervisor gave up.
+    let out = repo
+        .cmd(&["run"])
+        .env(failpoint::ENV, "run_resumed")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(19), "{}", text(&out));
+    let (code, line) = wait_line(&repo);
+    assert_eq!(line["wake"], "restart_storm", "{line}");
+    assert_eq!(line["halt_reason"], "restart_storm", "{line}");
+    assert_eq!(code, Some(19), "{line}");
+}
