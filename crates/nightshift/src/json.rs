@@ -232,15 +232,22 @@ pub struct Replay {
 pub struct WaitLine {
     /// Shape version; bumped on any incompatible change.
     pub version: u32,
-    /// Why it woke: `parked`, `human_required`, `paused`, `finished`, or `timeout`.
+    /// Why it woke: `parked`, `human_required`, `paused`, `finished`, or `timeout`; or, when
+    /// the engine cannot journal, what `status` says of the run: `heartbeat_stale`,
+    /// `restart_storm`, or `dead`.
     pub wake: String,
     /// The exit code `wait` leaves with (see docs/exit-codes.md).
     pub exit_code: i32,
-    /// For `finished`: the halt reason (`operator_stop` for an operator's stop).
+    /// For `finished`: the halt reason (`operator_stop` for an operator's stop); also
+    /// `heartbeat_stale` and `restart_storm` for those wakes.
     pub halt_reason: Option<String>,
     /// The journal event that woke it, as `log --json` prints events (without `version`);
     /// null on timeout.
     pub event: Option<serde_json::Value>,
+    /// For `heartbeat_stale`, `restart_storm` and `dead`: what is wrong and what to do, as
+    /// `status` says it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
 }
 
 /// The schema of the `wait` line.

@@ -94,7 +94,7 @@ impl StoreError {
                 self.root_cause()
             ),
             Unusable::ReadOnly => format!(
-                "write the state database {path}: it is read-only ({}); make it and its directory writable (`chmod u+w {path} .nightshift`) and run again",
+                "write the state database {path}: it is read-only ({}); make it and its directory writable (`chmod u+w {path} .nightshift`; for root, an immutable flag: `chattr -i {path}`, or a read-only mount) and run again",
                 self.root_cause()
             ),
             Unusable::DiskFull => format!(

@@ -210,3 +210,163 @@ fn gc_after_merge_prepared(drop_the_ref: bool) {
     );
     repo.assert_clean_end();
 }
+
+/// `nightshift wait --timeout 60s` in `repo`: its exit code and its one JSON line.
+fn wait_line(repo: &Repo) -> (Option<i32>, serde_json::Value) {
+    let out = repo.run(&["wait", "--timeout", "60s"]);
+    let line = String::from_utf8_lossy(&out.stdout).into_owned();
+    let value = serde_json::from_str(line.trim())
+        .unwrap_or_else(|e| panic!("one JSON line ({e}): {}", text(&out)));
+    (out.status.code(), value)
+}
+
+/// A frozen engine (SIGSTOP), a dead one (SIGKILL, no supervisor) and a restart storm journal
+/// nothing: `wait` used to wait on until its timeout (forever without one). It reads what is
+/// true of the run as `status` does and wakes with it.
+#[test]
+fn wait_reports_a_frozen_a_dead_and_a_stormed_engine_instead_of_waiting_on() {
+    use nightshift_core::failpoint;
+    use std::os::unix::process::ExitStatusExt;
+    use std::process::Stdio;
+
+    // Frozen: the engine holds the lock, paused, and is stopped.
+    let repo = Repo::new(&project());
+    repo.agent("a", &solves("a"));
+    repo.configure(&plan(&repo, &["a"], 1, 1));
+    assert_eq!(repo.run(&["pause"]).status.code(), Some(0));
+    let engine = repo
+        .cmd(&["engine"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    crate::lifecycle::wait_for_journal(&repo, |all| {
+        all.iter().any(|e| e.kind.name() == "run_paused")
+    });
+    let pid = nix::unistd::Pid::from_raw(i32::try_from(engine.id()).unwrap());
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGSTOP).unwrap();
+    let (code, line) = wait_line(&repo);
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGCONT).unwrap();
+    assert_eq!(line["wake"], "heartbeat_stale", "{line}");
+    assert_eq!(line["halt_reason"], "heartbeat_stale", "{line}");
+    assert_eq!(code, Some(19), "{line}");
+    assert!(
+        line["detail"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("stopped"),
+        "{line}"
+    );
+    assert_eq!(repo.run(&["stop"]).status.code(), Some(0));
+    assert_eq!(engine.wait_with_output().unwrap().status.code(), Some(0));
+
+    // Dead: killed with nobody to restart it.
+    let repo = Repo::new(&project());
+    repo.agent("a", &solves("a"));
+    repo.configure(&plan(&repo, &["a"], 1, 1));
+    let out = repo
+        .cmd(&["engine"])
+        .env(failpoint::ENV, "attempt_started")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.signal(), Some(9), "{}", text(&out));
+    let (code, line) = wait_line(&repo);
+    assert_eq!(line["wake"], "dead", "{line}");
+    assert_eq!(code, Some(19), "{line}");
+    assert!(
+        line["detail"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("no engine is alive"),
+        "{line}"
+    );
+
+    // A restart storm: every restarted engine died, the supervisor gave up.
+    let out = repo
+        .cmd(&["run"])
+        .env(failpoint::ENV, "run_resumed")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(19), "{}", text(&out));
+    let (code, line) = wait_line(&repo);
+    assert_eq!(line["wake"], "restart_storm", "{line}");
+    assert_eq!(line["halt_reason"], "restart_storm", "{line}");
+    assert_eq!(code, Some(19), "{line}");
+}
+
+/// Makes a file read-only even for root (`chattr +i`; `chmod a-w` for anyone else) until
+/// dropped. `None`, with a loud `skipped:` line, where the kernel refuses.
+struct ReadOnly(std::path::PathBuf, bool);
+
+impl ReadOnly {
+    fn make(path: &std::path::Path) -> Option<ReadOnly> {
+        if !nix::unistd::geteuid().is_root() {
+            let mut perms = std::fs::metadata(path).ok()?.permissions();
+            perms.set_readonly(true);
+            std::fs::set_permissions(path, perms).ok()?;
+            return Some(ReadOnly(path.to_owned(), false));
+        }
+        let out = std::process::Command::new("chattr")
+            .arg("+i")
+            .arg(path)
+            .output();
+        match out {
+            Ok(out) if out.status.success() => Some(ReadOnly(path.to_owned(), true)),
+            other => {
+                eprintln!(
+                    "skipped: `chattr +i` is refused here ({other:?}); as root nothing else makes \
+                     a file read-only, so the read-only state.db test did NOT run"
+                );
+                None
+            }
+        }
+    }
+}
+
+impl Drop for ReadOnly {
+    fn drop(&mut self) {
+        if self.1 {
+            let _ = std::process::Command::new("chattr")
+                .arg("-i")
+                .arg(&self.0)
+                .status();
+        } else if let Ok(meta) = std::fs::metadata(&self.0) {
+            let mut perms = meta.permissions();
+            #[expect(
+                clippy::permissions_set_readonly_false,
+                reason = "undoing the test's own chmod"
+            )]
+            perms.set_readonly(false);
+            let _ = std::fs::set_permissions(&self.0, perms);
+        }
+    }
+}
+
+/// A read-only `state.db`: one line that says what is wrong and what to do, exit 30, and no
+/// restart (it used to be five engine starts, then "resumable: fix the cause").
+#[test]
+fn a_read_only_state_database_is_one_line_and_exit_30_without_a_restart() {
+    let repo = Repo::new(&project());
+    repo.agent("a", &solves("a"));
+    repo.agent("b", &solves("b"));
+    repo.configure(&plan(&repo, &["a"], 1, 1));
+    assert_eq!(repo.run(&["run"]).status.code(), Some(10));
+    repo.configure(&plan(&repo, &["a", "b"], 1, 1));
+    let db = repo.root.join(".nightshift/state.db");
+    let Some(_held) = ReadOnly::make(&db) else {
+        return;
+    };
+    let out = repo.run(&["run"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(30), "{stderr}");
+    assert!(!stderr.contains("restarting"), "{stderr}");
+    let errors: Vec<&str> = stderr.lines().filter(|l| l.starts_with("error:")).collect();
+    assert_eq!(errors.len(), 1, "{stderr}");
+    assert!(
+        errors[0].contains("is read-only") && errors[0].contains("writable"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("help: the run is resumable"), "{stderr}");
+    assert_eq!(repo.shipped_items(), ["a"], "nothing ran");
+    eprintln!("{}", errors[0]);
+}
