@@ -93,22 +93,6 @@ const KNOWN_GAPS: &[(&str, &str)] = &[
         "start-up under load is counted as silence",
     ),
     (
-        "gemini-0.61.0/api_429",
-        "an API-key 429 is classified as a subscription quota, not transient",
-    ),
-    (
-        "gemini-0.61.0/api_500",
-        "a 500 (exit 244) is classified failed, not transient",
-    ),
-    (
-        "gemini-0.61.0/usage_limit",
-        "the pause ignores the server's RetryInfo delay",
-    ),
-    (
-        "gemini-0.61.0/kill9_resume",
-        "the session after an engine kill -9 never reached the model",
-    ),
-    (
         "aider-0.86.2/stall",
         "start-up under load is counted as silence",
     ),
