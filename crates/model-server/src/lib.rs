@@ -46,6 +46,10 @@ pub struct Served {
     pub usage: Option<Usage>,
     /// The names of the tools the request offered the model.
     pub tools: Vec<String>,
+    /// Every string of the request's conversation (Anthropic and Chat `messages`, Responses
+    /// `input`, Gemini `contents`), one per line: what a test greps for a message the tool
+    /// under test gave the CLI.
+    pub conversation: String,
 }
 
 #[derive(Default)]
@@ -156,6 +160,17 @@ impl Server {
         sum
     }
 
+    /// Model requests whose conversation contains `text` (see [`Served::conversation`]).
+    pub fn turns_carrying(&self, text: &str) -> Vec<Served> {
+        self.shared
+            .lock()
+            .served
+            .iter()
+            .filter(|s| s.wire != Wire::Other && s.conversation.contains(text))
+            .cloned()
+            .collect()
+    }
+
     /// Blocks until at least `n` model turns have been served (or are being held), or
     /// `timeout` passes; returns whether they were.
     pub fn wait_turns(&self, n: usize, timeout: Duration) -> bool {
@@ -203,6 +218,7 @@ fn decide(
     wire: Wire,
     turn: bool,
     tools: Vec<String>,
+    conversation: String,
 ) -> Option<Decision> {
     let mut st = shared.lock();
     let generation = st.generation;
@@ -244,6 +260,7 @@ fn decide(
         step: Some(index),
         usage: (!step.is_failure()).then_some(usage),
         tools,
+        conversation,
     });
     drop(st);
     shared.changed.notify_all();
@@ -264,6 +281,7 @@ fn record_other(shared: &Shared, req: &http::Request) {
         step: None,
         usage: None,
         tools: Vec::new(),
+        conversation: String::new(),
     });
     shared.changed.notify_all();
 }

@@ -33,6 +33,9 @@ fn main() -> std::process::ExitCode {
                 "{} {} {:?} turn={} step={:?} usage={:?} tools={:?}",
                 s.method, s.path, s.wire, s.turn, s.step, s.usage, s.tools
             );
+            if std::env::var_os("MODEL_SERVER_SHOW_CONVERSATION").is_some() {
+                println!("  conversation: {}", s.conversation.replace('\n', "\n  | "));
+            }
         }
         seen = served.len();
         std::thread::sleep(Duration::from_millis(200));

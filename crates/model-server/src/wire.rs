@@ -85,7 +85,7 @@ pub(crate) fn handle(shared: &Shared, req: &Request, w: &mut TcpStream) -> io::R
         Wire::ChatCompletions => true,
         _ => has_tools,
     };
-    let Some(d) = decide(shared, req, wire, turn, tools) else {
+    let Some(d) = decide(shared, req, wire, turn, tools, conversation(&body)) else {
         return json_reply(w, 500, &[], &json!({"error": "no scenario"}));
     };
     if d.step == Step::Stall {
@@ -99,6 +99,15 @@ pub(crate) fn handle(shared: &Shared, req: &Request, w: &mut TcpStream) -> io::R
         Wire::Gemini => gemini(req, &body, &d, w),
         Wire::Other => Ok(After::Close),
     }
+}
+
+/// Every string of a request's conversation, one per line (every wire's shape).
+fn conversation(body: &Value) -> String {
+    let mut all = Vec::new();
+    for key in ["messages", "input", "contents"] {
+        strings(&body[key], &mut all);
+    }
+    all.join("\n")
 }
 
 /// The names of the tools a request offers (every wire's shape).

@@ -339,6 +339,7 @@ fn kind(e: &AgentEvent) -> &'static str {
         AgentEvent::Retrying { .. } => "retrying",
         AgentEvent::RateLimit { .. } => "rate_limit",
         AgentEvent::PermissionDenied { .. } => "permission_denied",
+        AgentEvent::InputAccepted { .. } => "input_accepted",
         AgentEvent::Finished(_) => "finished",
         AgentEvent::Unknown { .. } => "unknown",
         AgentEvent::Malformed { .. } => "malformed",

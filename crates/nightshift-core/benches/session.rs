@@ -46,6 +46,7 @@ fn packet(dir: &std::path::Path, script: &str, timeout: Duration) -> SessionPack
         log_stall: false,
         clock: Arc::new(SystemClock),
         usage_log_dir: None,
+        live_input: None,
     }
 }
 

@@ -131,6 +131,15 @@ pub trait Adapter: Sync {
         ResumeRule::Never
     }
 
+    /// `Some`: the CLI reads its input as a stream of messages on stdin (Claude's
+    /// `--input-format stream-json`), and this is `text` as one message. The session then
+    /// writes the prompt (the launch's `stdin` file) as the first message, keeps stdin open
+    /// while the session is live (an operator's `tell` is written to it) and closes it after
+    /// the CLI's final result. `None`: the `stdin` file is connected as is.
+    fn encode_input(&self, _text: &str) -> Option<Vec<u8>> {
+        None
+    }
+
     /// Where the CLI writes a usage log beside its stream, tailed while it runs (Codex:
     /// `$CODEX_HOME/sessions`).
     fn usage_log_dir(&self) -> Option<PathBuf> {
@@ -311,6 +320,9 @@ mod tests {
                 "-p",
                 "--session-id",
                 "sid",
+                "--input-format",
+                "stream-json",
+                "--replay-user-messages",
                 "--output-format",
                 "stream-json",
                 "--verbose",
@@ -326,6 +338,18 @@ mod tests {
         );
         assert_eq!(l.stdin.as_deref(), Some(Path::new("/logs/p.md")));
         assert!(l.env.is_empty(), "no IS_SANDBOX unless the user opts in");
+        // The prompt goes as a stream-json user message; stdin stays open for `tell`.
+        let line = adapter_for(AgentKind::Claude)
+            .encode_input("hi \"you\"\n")
+            .expect("claude takes stream-json input");
+        assert_eq!(line.last(), Some(&b'\n'));
+        assert_eq!(line.iter().filter(|b| **b == b'\n').count(), 1, "one line");
+        let v: serde_json::Value = serde_json::from_slice(&line).unwrap();
+        assert_eq!(
+            v,
+            serde_json::json!({"type": "user", "message": {"role": "user", "content": "hi \"you\"\n"}})
+        );
+        assert_eq!(adapter_for(AgentKind::Codex).encode_input("hi"), None);
         // A rerun resumes: the fresh id is never passed again.
         let r = argv(&a, Some("old"));
         assert_eq!(&r[..4], ["claude", "-p", "--resume", "old"]);

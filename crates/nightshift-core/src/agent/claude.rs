@@ -86,6 +86,9 @@ struct Line<'a> {
     event: Obj<StreamEvent<'a>>,
     #[serde(borrow)]
     permission_denials: List<Obj<Denial<'a>>>,
+    /// `user`: a message from stdin echoed back (`--replay-user-messages`).
+    #[serde(rename = "isReplay")]
+    is_replay: Flag,
 }
 
 /// One entry of `result.permission_denials`.
@@ -198,6 +201,10 @@ struct State {
     /// After `--resume`, `total_cost_usd` is the conversation's: what it was before this
     /// process (then the last total seen), so only the difference is counted.
     prior_cost: Option<f64>,
+    /// The last `result` seen: its session id, `total_cost_usd` and `modelUsage`. A later
+    /// result of the same session (another turn of one process fed on stdin, or a resumed
+    /// process) reports both cumulative, so only the difference is counted.
+    last_result: Option<(String, Option<f64>, BTreeMap<String, Usage>)>,
     /// Finished processes.
     usage: Usage,
     turns: u32,
@@ -300,6 +307,7 @@ impl Dialect for State {
         }
         match kind {
             "assistant" => self.assistant(&l, out),
+            "user" if l.is_replay.0 == Some(true) => replayed(json, out),
             "user" => self.user(&l, out),
             "system" => self.system(&l, out),
             "rate_limit_event" => self.rate_limit(&l, out),
@@ -312,6 +320,37 @@ impl Dialect for State {
         }
         Ok(true)
     }
+}
+
+/// A user message from stdin, echoed back when the CLI took it (`isReplay`): its text (a string
+/// `content`, or its text blocks joined). Rare (once per message written), so read untyped.
+fn replayed(json: &[u8], out: &mut Vec<AgentEvent>) {
+    let Ok(v) = serde_json::from_slice::<serde_json::Value>(json) else {
+        return;
+    };
+    let content = &v["message"]["content"];
+    let text = match content {
+        serde_json::Value::String(s) => s.clone(),
+        serde_json::Value::Array(blocks) => blocks
+            .iter()
+            .filter(|b| b["type"] == "text")
+            .filter_map(|b| b["text"].as_str())
+            .collect::<Vec<_>>()
+            .join("\n"),
+        _ => return,
+    };
+    out.push(AgentEvent::InputAccepted { text });
+}
+
+/// One user message as `--input-format stream-json` reads it, newline-terminated.
+pub fn user_message_line(text: &str) -> Vec<u8> {
+    let line = serde_json::json!({
+        "type": "user",
+        "message": {"role": "user", "content": text},
+    });
+    let mut bytes = line.to_string().into_bytes();
+    bytes.push(b'\n');
+    bytes
 }
 
 impl State {
@@ -498,7 +537,16 @@ impl State {
         let reported = precise_number(json, "total_cost_usd", l.total_cost_usd.0)
             .or_else(|| precise_number(json, "cost_usd", l.cost_usd.0))
             .or_else(|| precise_number(json, "total_cost", l.total_cost.0));
-        let cost = match (reported, self.prior_cost) {
+        let session = l.session_id.get().filter(|id| !id.is_empty());
+        let earlier = self
+            .last_result
+            .take()
+            .filter(|(id, ..)| Some(id.as_str()) == session);
+        let prior = match &earlier {
+            Some((_, Some(total), _)) => Some(total.max(self.prior_cost.unwrap_or(0.0))),
+            _ => self.prior_cost,
+        };
+        let cost = match (reported, prior) {
             (Some(total), Some(prior)) => {
                 self.prior_cost = Some(total.max(prior));
                 Some((total - prior).max(0.0))
@@ -516,11 +564,19 @@ impl State {
         if let Some(c) = cost {
             *self.cost_usd.get_or_insert(0.0) += c;
         }
+        let mut models_now = BTreeMap::new();
         match &l.model_usage.0 {
             Some(models) if !models.is_empty() => {
                 for (model, u) in models {
                     if let Some(u) = u.0 {
-                        add_model(&mut self.by_model, model, u.to_usage());
+                        let u = u.to_usage();
+                        models_now.insert(model.clone(), u);
+                        let before = earlier
+                            .as_ref()
+                            .and_then(|(_, _, m)| m.get(model))
+                            .copied()
+                            .unwrap_or_default();
+                        add_model(&mut self.by_model, model, u.saturating_sub(before));
                     }
                 }
             }
@@ -535,6 +591,10 @@ impl State {
                 }
                 add_models(&mut self.by_model, &by_model);
             }
+        }
+        if let Some(id) = session {
+            let total = reported.or(earlier.as_ref().and_then(|(_, t, _)| *t));
+            self.last_result = Some((id.to_owned(), total, models_now));
         }
 
         for d in l.permission_denials.0.iter().filter_map(Obj::as_ref) {
@@ -694,9 +754,11 @@ pub const DEFAULT_ALLOWED_TOOLS: &[&str] = &[
 /// unless `IS_SANDBOX=1`).
 pub const DEFAULT_PERMISSION_MODE: &str = "acceptEdits";
 
-/// Claude Code: `claude -p` with the prompt on stdin, `--session-id` for a fresh session and
-/// `--resume` to continue one (a `--session-id` can be used by one process only: a rerun
-/// resumes).
+/// Claude Code: `claude -p --input-format stream-json` with the prompt as the first user
+/// message on stdin, which stays open while the session is live (an operator's `tell` is
+/// written to it; `--replay-user-messages` echoes each message the CLI takes) and is closed after
+/// the `result` line, so the CLI exits; `--session-id` for a fresh session and `--resume` to
+/// continue one (a `--session-id` can be used by one process only: a rerun resumes).
 pub struct ClaudeAdapter;
 
 impl super::adapter::Adapter for ClaudeAdapter {
@@ -717,6 +779,9 @@ impl super::adapter::Adapter for ClaudeAdapter {
         }
         argv.extend(
             [
+                "--input-format",
+                "stream-json",
+                "--replay-user-messages",
                 "--output-format",
                 "stream-json",
                 "--verbose",
@@ -797,6 +862,10 @@ impl super::adapter::Adapter for ClaudeAdapter {
 
     fn resume(&self) -> super::adapter::ResumeRule {
         super::adapter::ResumeRule::ById
+    }
+
+    fn encode_input(&self, text: &str) -> Option<Vec<u8>> {
+        Some(user_message_line(text))
     }
 
     fn tested(&self) -> Option<super::adapter::TestedRange> {

@@ -83,6 +83,10 @@ pub enum AgentEvent {
         tool: String,
         target: Option<String>,
     },
+    /// The CLI took a user message written to its stdin (Claude `--replay-user-messages`: a
+    /// `user` line with `isReplay`), mid-turn or as a new turn; `text` is the message as it
+    /// echoed it.
+    InputAccepted { text: String },
     /// The session (one CLI process) ended and said how.
     Finished(Finished),
     /// A well-formed event of a type this parser does not know.

@@ -1309,3 +1309,44 @@ fn events_serialize_with_one_name_per_idea() {
     let back: AgentEvent = serde_json::from_value(json).unwrap();
     assert_eq!(back, e);
 }
+
+/// `--replay-user-messages`: every message written to stdin comes back as an `isReplay` user
+/// line when the CLI takes it, in both versions, mid-turn or as a new turn.
+#[test]
+fn claude_acknowledges_each_stdin_message_it_takes() {
+    for (file, results) in [
+        ("claude-2.1.332_tell_live_write.jsonl", 1),
+        ("claude-2.1.197_tell_live_write.jsonl", 1),
+        ("claude-2.1.332_tell_live_text.jsonl", 2),
+        ("claude-2.1.197_tell_live_text.jsonl", 2),
+    ] {
+        let events = run(
+            &mut ClaudeParser::new(),
+            &fixture(&format!("real-2026-12/{file}")),
+        );
+        let accepted: Vec<&str> = events
+            .iter()
+            .filter_map(|e| match e {
+                AgentEvent::InputAccepted { text } => Some(text.as_str()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            accepted,
+            [
+                "Make the file done/x contain ok.",
+                "OPERATOR-SAYS-PINEAPPLE"
+            ],
+            "{file}"
+        );
+        assert_eq!(finishes(&events).len(), results, "{file}");
+        // A tool result echoed back is not an acknowledgement.
+        assert!(
+            events
+                .iter()
+                .any(|e| matches!(e, AgentEvent::ToolResult { .. }))
+                || results == 2,
+            "{file}"
+        );
+    }
+}

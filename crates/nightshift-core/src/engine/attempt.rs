@@ -516,7 +516,26 @@ impl Engine<'_> {
             ),
             None => (None, None),
         };
+        // A CLI that reads messages on stdin gets the prompt as its first message, then what
+        // operators tell the item while the session runs (`nightshift tell`).
+        let adapter = crate::agent::adapter_for(agent.kind);
+        let live_input: Option<Box<dyn session::LiveInput>> = match &spec.stdin {
+            Some(prompt) if adapter.encode_input("").is_some() => {
+                let text = std::fs::read_to_string(prompt).map_err(io_err(prompt))?;
+                Some(Box::new(prompt::LiveTell::new(
+                    adapter,
+                    &text,
+                    self.ws.state_db(),
+                    &run_id,
+                    item,
+                    self.store.last_seq()?,
+                )))
+            }
+            _ => None,
+        };
+        let live_session = track_session.clone().flatten();
         let packet = SessionPacket {
+            live_input,
             spec,
             parser,
             stall_grace: (stall != crate::gate::GateMode::Off)
@@ -537,6 +556,7 @@ impl Engine<'_> {
             stall_gate: stall,
             notify: &self.config.notify,
             agent_session: track_session,
+            live_session,
         };
         let enforced = packet.enforce_budget;
         let mut failure = None;

@@ -259,6 +259,8 @@ pub(crate) struct Journal<'a, 'o> {
     /// `Some(known)`: journal the CLI's session id when it differs from `known` (a CLI that
     /// resumes by id); `None`: not tracked (reviews, CLIs without resume).
     pub agent_session: Option<Option<String>>,
+    /// The CLI session last named (a live delivery is journaled with it).
+    pub live_session: Option<String>,
 }
 
 impl Journal<'_, '_> {
@@ -373,7 +375,34 @@ impl Journal<'_, '_> {
                     ),
                 })?;
             }
+            SessionEvent::InputWritten { id } => {
+                self.record(EventKind::OperatorMessageWritten {
+                    item: item.into(),
+                    attempt,
+                    message_seq: id,
+                })?;
+            }
+            SessionEvent::InputDelivered { id } => {
+                let who = self
+                    .store
+                    .item_events_after(self.run_id, item, "operator_message", id - 1)?
+                    .into_iter()
+                    .find(|e| e.seq == id)
+                    .and_then(|e| match e.kind {
+                        EventKind::OperatorMessage { who, .. } => Some(who),
+                        _ => None,
+                    })
+                    .unwrap_or_else(|| "operator".to_owned());
+                self.record(EventKind::OperatorMessageDelivered {
+                    item: item.into(),
+                    attempt,
+                    message_seq: id,
+                    who,
+                    agent_session: self.live_session.clone(),
+                })?;
+            }
             SessionEvent::AgentSession { id } => {
+                self.live_session = Some(id.clone());
                 if let Some(known) = &mut self.agent_session
                     && known.as_deref() != Some(id.as_str())
                 {

@@ -62,8 +62,9 @@ pub(super) struct Told {
 }
 
 /// The messages told to `item` in `run_id` since its last session started (all of them before
-/// its first): what the next session's prompt carries. Read from the journal, so a message is
-/// delivered once, to the first session that starts after it, crash or not.
+/// its first), less those a live session took (`operator_message_delivered`): what the next
+/// session's prompt carries. Read from the journal, so a message is delivered once, live or to
+/// the first session that starts after it, crash or not.
 pub(super) fn told(
     store: &crate::store::Store,
     run_id: &str,
@@ -71,8 +72,29 @@ pub(super) fn told(
 ) -> Result<Vec<Told>, crate::store::StoreError> {
     use crate::store::EventKind;
     let mut pending = Vec::new();
-    for event in store.run_events(run_id, &["operator_message", "session_started"])? {
+    let events = store.run_events(
+        run_id,
+        &[
+            "operator_message",
+            "session_started",
+            "operator_message_delivered",
+        ],
+    )?;
+    // Taken live by a session (`operator_message_delivered`): not told again.
+    let live: std::collections::BTreeSet<i64> = events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::OperatorMessageDelivered {
+                item: i,
+                message_seq,
+                ..
+            } if i == item => Some(*message_seq),
+            _ => None,
+        })
+        .collect();
+    for event in events {
         match event.kind {
+            _ if live.contains(&event.seq) => {}
             EventKind::SessionStarted { item: ref i, .. } if i == item => pending.clear(),
             EventKind::OperatorMessage {
                 item: ref i,
@@ -101,4 +123,84 @@ pub(super) fn operator_note(told: &[Told]) -> String {
         text.push_str(&format!("- {} at {}: {}\n", t.who, t.at, t.text.trim()));
     }
     text
+}
+
+/// A live session's input (a CLI that reads messages on stdin): the prompt, then each
+/// operator message journaled for the item after the session started, read from the journal on
+/// the session's tick through a read-only connection of its own.
+pub(super) struct LiveTell {
+    adapter: &'static dyn crate::agent::Adapter,
+    opening: Vec<u8>,
+    db: std::path::PathBuf,
+    store: Option<crate::store::Store>,
+    run_id: String,
+    item: String,
+    /// The journal position read up to.
+    after: i64,
+}
+
+impl LiveTell {
+    pub(super) fn new(
+        adapter: &'static dyn crate::agent::Adapter,
+        prompt: &str,
+        db: std::path::PathBuf,
+        run_id: &str,
+        item: &str,
+        after: i64,
+    ) -> LiveTell {
+        LiveTell {
+            adapter,
+            opening: adapter.encode_input(prompt).unwrap_or_default(),
+            db,
+            store: None,
+            run_id: run_id.to_owned(),
+            item: item.to_owned(),
+            after,
+        }
+    }
+}
+
+/// An operator's message as a live session is given it.
+pub(super) fn live_note(who: &str, at: &str, text: &str) -> String {
+    format!(
+        "Message from the operator ({who}, at {at}), sent with `nightshift tell` while you work. Take it into account; it does not change the check:\n\n{}",
+        text.trim()
+    )
+}
+
+impl crate::session::LiveInput for LiveTell {
+    fn opening(&mut self) -> Vec<u8> {
+        std::mem::take(&mut self.opening)
+    }
+
+    fn poll(&mut self) -> Vec<crate::session::LiveMessage> {
+        use crate::store::EventKind;
+        if self.store.is_none() {
+            // A reader beside the engine's writer (WAL); retried on the next tick if it fails.
+            self.store = crate::store::Store::open_read_only(&self.db).ok();
+        }
+        let Some(store) = &self.store else {
+            return Vec::new();
+        };
+        let Ok(events) =
+            store.item_events_after(&self.run_id, &self.item, "operator_message", self.after)
+        else {
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        for e in events {
+            self.after = self.after.max(e.seq);
+            if let EventKind::OperatorMessage { who, text, .. } = e.kind {
+                let note = live_note(&who, &e.at, &text);
+                if let Some(bytes) = self.adapter.encode_input(&note) {
+                    out.push(crate::session::LiveMessage {
+                        id: e.seq,
+                        text: note,
+                        bytes,
+                    });
+                }
+            }
+        }
+        out
+    }
 }

@@ -204,6 +204,8 @@ struct StreamState {
     agent_session: Option<String>,
     /// A final result line arrived (Claude's `result`): the session is over.
     final_result: bool,
+    /// Messages the CLI echoed back from its live stdin, not yet matched.
+    accepted: Vec<String>,
 }
 
 pub(super) async fn supervise(
@@ -219,6 +221,7 @@ pub(super) async fn supervise(
         log_stall,
         clock,
         usage_log_dir,
+        live_input,
     } = packet;
     // Never truncate an earlier log (a session re-run after a crash keeps the first one).
     let log = std::os::unix::fs::OpenOptionsExt::mode(&mut std::fs::OpenOptions::new(), 0o600)
@@ -235,6 +238,7 @@ pub(super) async fn supervise(
         return Ok(spawn_failed(started, "empty command".into()));
     };
     let stdin = match &spec.stdin {
+        _ if live_input.is_some() => Stdio::piped(),
         None => Stdio::null(),
         Some(path) => match std::fs::File::open(path) {
             Ok(file) => Stdio::from(file),
@@ -269,6 +273,9 @@ pub(super) async fn supervise(
         }
     };
     let pgid = child.id().map(|id| Pid::from_raw(id as i32));
+    let mut live = live_input
+        .zip(child.stdin.take())
+        .map(|(input, pipe)| super::live::LiveStdin::start(input, pipe));
     let mut stdout = child.stdout.take();
     let mut stderr = child.stderr.take();
     let mut out_buf = vec![0u8; 64 * 1024];
@@ -314,8 +321,17 @@ pub(super) async fn supervise(
                     }
                     if let Some(p) = parser.as_mut() {
                         decided = feed(p.as_mut(), &out_buf[..n], &mut stream, &mut guard, enforce_budget, on_event);
+                        if let Some(l) = live.as_mut() {
+                            l.accepted(std::mem::take(&mut stream.accepted), on_event);
+                        }
                         if result_at.is_none() && stream.final_result {
-                            result_at = Some(clock.boot());
+                            // A live stdin is closed at the final result (the CLI then exits),
+                            // unless a message is pending: a turn of its own follows.
+                            if live.as_mut().is_none_or(|l| l.on_result(clock.boot())) {
+                                result_at = Some(clock.boot());
+                            } else {
+                                stream.final_result = false;
+                            }
                         }
                     }
                 }
@@ -326,6 +342,9 @@ pub(super) async fn supervise(
                         let mut events = if line.is_empty() { Vec::new() } else { p.feed_line(&line) };
                         events.extend(p.finish());
                         decided = absorb(p.as_ref(), events, &mut stream, &mut guard, enforce_budget, on_event);
+                        if let Some(l) = live.as_mut() {
+                            l.accepted(std::mem::take(&mut stream.accepted), on_event);
+                        }
                     }
                 }
             },
@@ -347,6 +366,13 @@ pub(super) async fn supervise(
                 leak_at.as_mut().reset(tokio::time::Instant::now() + LEAK_TIMEOUT);
             },
             () = &mut tick, if status.is_none() && ending.is_none() => {
+                if let Some(l) = live.as_mut() {
+                    l.poll(on_event);
+                    if l.gave_up(clock.boot()) {
+                        stream.final_result = true;
+                        result_at.get_or_insert(clock.boot());
+                    }
+                }
                 if let (Some(log), Some(p), Some(id)) =
                     (usage_log.as_mut(), parser.as_mut(), stream.agent_session.as_deref())
                 {
@@ -505,6 +531,7 @@ fn absorb(
     for event in events {
         match event {
             AgentEvent::Usage(_) => spent = true,
+            AgentEvent::InputAccepted { text } => stream.accepted.push(text),
             AgentEvent::Finished(f) => {
                 spent = true;
                 stream.final_result |= parser.ends_on_finish();

@@ -8,6 +8,7 @@
 
 mod budget;
 mod imp;
+mod live;
 mod sweep;
 
 use std::path::PathBuf;
@@ -20,6 +21,7 @@ use crate::agent::{Finished, SessionTotals, StreamParser};
 use crate::clock::{Clock, SystemClock};
 
 pub use budget::{Budget, Crossing, Guard, Limit, Metric, Scope};
+pub use live::{LiveInput, LiveMessage};
 pub use sweep::{Reach, SweepReport, become_subreaper, spare, sweep, unspare};
 
 /// How a supervised process ended.
@@ -117,6 +119,11 @@ pub struct SessionPacket {
     /// rollout files): tailed while the session runs, once the stream names its session, and
     /// fed to the parser's [`StreamParser::live_usage`].
     pub usage_log_dir: Option<PathBuf>,
+    /// `Some`: the CLI reads messages on stdin while it works (the adapter's `encode_input`):
+    /// stdin is a pipe kept open while the session is live, the opening message written at
+    /// spawn instead of connecting `spec.stdin`, later ones as they come, and closed after
+    /// the final result.
+    pub live_input: Option<Box<dyn LiveInput>>,
 }
 
 /// What happens during a session, reported upward the moment it happens.
@@ -133,6 +140,11 @@ pub enum SessionEvent {
     /// The CLI named its session (Claude `system/init`, Codex `thread.started`): what a
     /// resume takes. Reported once per distinct id.
     AgentSession { id: String },
+    /// The CLI took a message written to its live stdin (it echoed it back): the
+    /// [`LiveMessage::id`] it was written with.
+    InputDelivered { id: i64 },
+    /// A message was written to the live stdin (the CLI has not necessarily taken it yet).
+    InputWritten { id: i64 },
 }
 
 /// How a process ended, with what it said.
@@ -192,6 +204,7 @@ pub fn run(spec: &ProcessSpec) -> Result<ProcessEnd, SessionError> {
             log_stall: false,
             clock: Arc::new(SystemClock),
             usage_log_dir: None,
+            live_input: None,
         },
         &mut |_| {},
     )

@@ -113,6 +113,7 @@ fn a_quiet_agent_that_keeps_writing_files_is_not_stalled() {
         log_stall: false,
         clock: Arc::new(SystemClock),
         usage_log_dir: None,
+        live_input: None,
     };
     packet.spec.tail_bytes = 64;
     let end = run_session(packet, &mut |_| {}).unwrap();
@@ -133,6 +134,7 @@ fn a_silent_idle_agent_is_stalled_after_the_grace() {
             log_stall: false,
             clock: Arc::new(SystemClock),
             usage_log_dir: None,
+            live_input: None,
         },
         &mut |e| events.push(e),
     )
@@ -186,6 +188,7 @@ fn replay(dir: &std::path::Path, capture: &str, exit: i32, parser: &str) -> Proc
             log_stall: false,
             clock: Arc::new(SystemClock),
             usage_log_dir: None,
+            live_input: None,
         },
         &mut |_| {},
     )
@@ -330,6 +333,7 @@ fn a_gemini_exit_code_without_a_stream_ending_is_classified() {
         log_stall: false,
         clock: Arc::new(SystemClock),
         usage_log_dir: None,
+        live_input: None,
     };
     let end = run_session(packet(&script), &mut |_| {}).unwrap();
     assert_eq!(end.outcome, Outcome::EnvFault);
@@ -353,4 +357,68 @@ fn a_resume_the_cli_cannot_find_is_an_environmental_rerun_not_a_failure() {
     assert_eq!(end.outcome, Outcome::EnvFault);
     assert_eq!(end.fault.as_deref(), Some(crate::agent::RESUME_UNAVAILABLE));
     assert!(end.outcome.reruns_iteration(), "no attempt is spent on it");
+}
+
+/// A live stdin: the opening message is written at spawn, an operator's message when it
+/// comes, the CLI's echo of it is reported delivered, and stdin is closed after the final
+/// result so the CLI exits by itself (not ended after the grace).
+#[test]
+fn a_live_session_gets_its_messages_on_stdin_and_stdin_closes_after_the_result() {
+    struct Feed {
+        sent: bool,
+    }
+    impl LiveInput for Feed {
+        fn opening(&mut self) -> Vec<u8> {
+            b"OPENING\n".to_vec()
+        }
+        fn poll(&mut self) -> Vec<LiveMessage> {
+            if std::mem::replace(&mut self.sent, true) {
+                return Vec::new();
+            }
+            vec![LiveMessage {
+                id: 7,
+                text: "hello there".into(),
+                bytes: b"TELL hello there\n".to_vec(),
+            }]
+        }
+    }
+    let dir = tempfile::tempdir().unwrap();
+    // A CLI in miniature: it needs the opening line, then the told one (each read blocks
+    // until it is written), echoes the message as Claude does, prints its result, and exits
+    // only when its stdin ends.
+    let script = r#"read first; [ "$first" = OPENING ] || exit 3
+read told; [ "$told" = "TELL hello there" ] || exit 4
+echo '{"type":"user","isReplay":true,"message":{"role":"user","content":"hello there"}}'
+echo '{"type":"result","subtype":"success","is_error":false,"session_id":"s1"}'
+while read more; do :; done
+exit 0"#;
+    let mut events = Vec::new();
+    let end = run_session(
+        SessionPacket {
+            spec: spec(dir.path(), script, Duration::from_secs(60)),
+            parser: Some(Box::new(crate::agent::claude::ClaudeParser::new())),
+            stall_grace: None,
+            budget: Budget::default(),
+            enforce_budget: true,
+            log_stall: false,
+            clock: Arc::new(SystemClock),
+            usage_log_dir: None,
+            live_input: Some(Box::new(Feed { sent: false })),
+        },
+        &mut |e| events.push(e),
+    )
+    .unwrap();
+    assert_eq!(end.outcome, Outcome::Completed);
+    assert_eq!(
+        (end.exit_code, end.signal),
+        (Some(0), None),
+        "it exited at the end of its stdin, not ended by a signal"
+    );
+    assert_eq!(
+        events,
+        [
+            SessionEvent::InputWritten { id: 7 },
+            SessionEvent::InputDelivered { id: 7 }
+        ]
+    );
 }

@@ -428,6 +428,27 @@ pub enum EventKind {
         who: String,
         text: String,
     },
+    /// An operator's message (the `operator_message` at `message_seq`) was written to the stdin
+    /// of the item's live session; `operator_message_delivered` follows when the CLI takes it.
+    OperatorMessageWritten {
+        item: String,
+        attempt: u32,
+        message_seq: i64,
+    },
+    /// An operator's message (the `operator_message` at `message_seq`) was taken by the item's
+    /// live session: written to the CLI's stdin while it worked and echoed back by it
+    /// (Claude's `--input-format stream-json`). Messages without one reach the item's next
+    /// session's prompt.
+    OperatorMessageDelivered {
+        item: String,
+        attempt: u32,
+        message_seq: i64,
+        /// Who sent it (as its `operator_message` says).
+        who: String,
+        /// The CLI session that took it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        agent_session: Option<String>,
+    },
     /// The run stopped on a computed condition.
     RunFinished {
         halt_reason: crate::halt::HaltReason,
@@ -480,6 +501,8 @@ impl EventKind {
             EventKind::TeardownFailed { .. } => "teardown_failed",
             EventKind::RunFinished { .. } => "run_finished",
             EventKind::OperatorMessage { .. } => "operator_message",
+            EventKind::OperatorMessageDelivered { .. } => "operator_message_delivered",
+            EventKind::OperatorMessageWritten { .. } => "operator_message_written",
         }
     }
 
@@ -502,6 +525,8 @@ impl EventKind {
             | EventKind::ConflictFound { item, attempt, .. }
             | EventKind::IntegrateIntended { item, attempt, .. }
             | EventKind::Integrated { item, attempt, .. }
+            | EventKind::OperatorMessageDelivered { item, attempt, .. }
+            | EventKind::OperatorMessageWritten { item, attempt, .. }
             | EventKind::ReviewStarted { item, attempt, .. }
             | EventKind::ReviewEnded { item, attempt, .. }
             | EventKind::ReviewDecided { item, attempt, .. }

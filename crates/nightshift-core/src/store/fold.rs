@@ -162,7 +162,9 @@ pub fn apply(
         | EventKind::ItemAwaitingOperator { .. }
         | EventKind::DeadlineSet { .. }
         | EventKind::GateWarned { .. }
-        | EventKind::OperatorMessage { .. } => {}
+        | EventKind::OperatorMessage { .. }
+        | EventKind::OperatorMessageDelivered { .. }
+        | EventKind::OperatorMessageWritten { .. } => {}
         EventKind::RunUnpaused => {
             tx.execute(
                 "UPDATE runs SET paused_until = NULL, pause_reason = NULL WHERE id = ?1",

@@ -598,6 +598,22 @@ impl Store {
         Ok(since)
     }
 
+    /// The journal entries of one run about `item`, of kind `kind`, after `after_seq`, oldest
+    /// first: what a live session polls (cheap: the run index bounds it).
+    pub fn item_events_after(
+        &self,
+        run_id: &str,
+        item: &str,
+        kind: &str,
+        after_seq: i64,
+    ) -> Result<Vec<Event>, StoreError> {
+        self.events_where(
+            "run_id = ?1 AND seq > ?2 AND kind = ?3 AND item = ?4 ORDER BY seq",
+            params![run_id, after_seq, kind, item],
+            |_| true,
+        )
+    }
+
     /// The journal entries of one run whose kind is one of `kinds`, oldest first.
     pub fn run_events(&self, run_id: &str, kinds: &[&str]) -> Result<Vec<Event>, StoreError> {
         self.events_where("run_id = ?1 ORDER BY seq", [run_id], |kind| {

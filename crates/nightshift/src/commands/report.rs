@@ -120,3 +120,14 @@ pub fn terminal_report(ws: &Workspace) -> String {
         _ => String::new(),
     }
 }
+
+/// How an operator's message reached the agent, in words.
+fn delivery(m: &nightshift_core::report::morning::OperatorMessage) -> String {
+    let to = m.delivered_to.as_deref().unwrap_or("?");
+    let at = m.delivered_at.as_deref().unwrap_or("?");
+    match m.delivered.as_str() {
+        "live" => format!("delivered live to {to} at {at}"),
+        "prompt" => format!("in the prompt of {to}, started {at}"),
+        _ => "not delivered: no session of the item started after it".to_owned(),
+    }
+}

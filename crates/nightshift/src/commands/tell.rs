@@ -1,7 +1,10 @@
 //! `nightshift tell ITEM "…"`: an operator's message to an item's agent. Journaled
-//! (`operator_message`, with who and when) in the unfinished run, else the latest; the engine
-//! puts the messages told since an item's last session into its next session's prompt. The
-//! store's busy timeout lets it write beside a live run (the fold of the event changes nothing).
+//! (`operator_message`, with who and when) in the unfinished run, else the latest. A live
+//! session whose CLI reads messages on stdin (Claude) is given it at once (the engine polls the
+//! journal; `operator_message_written`, then `operator_message_delivered` when the CLI takes it);
+//! otherwise the engine puts the messages told since an item's last session into its next
+//! session's prompt. The store's busy timeout lets it write beside a live run (the fold of the
+//! event changes nothing).
 
 use nightshift_core::halt::ExitClass;
 use nightshift_core::store::{EventKind, Store};
@@ -69,7 +72,7 @@ pub fn run(args: &TellArgs) -> CommandResult {
         _ if !run.is_running() => {
             "the run is finished: its next session, if the item runs again, reads it".to_owned()
         }
-        _ => "its next session's prompt carries it".to_owned(),
+        _ => "a live session that takes input (Claude) gets it now, on its stdin; otherwise its next session's prompt carries it".to_owned(),
     };
     println!("told {} (run {}) as {who}: {when}", item.id, run.id);
     Ok(0)

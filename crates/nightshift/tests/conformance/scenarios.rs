@@ -25,6 +25,7 @@ pub const ALL: &[(&str, Applies, Body)] = &[
     ("bad_key", any, bad_key),
     ("kill9_resume", any, kill9_resume),
     ("background_job", claude, background_job),
+    ("tell_live", claude, tell_live),
 ];
 
 fn any(_: &Agent) -> bool {
@@ -407,6 +408,90 @@ fn background_job(agent: &Agent) -> Row {
         );
     }
     c.check(c.shipped(), "x ships");
+    c.check_no_strays();
+    c.done()
+}
+
+/// `nightshift tell` while a Claude session works: the message is written to the live session's
+/// stdin (`operator_message_written`), the CLI takes it (`operator_message_delivered`, with who
+/// and the CLI session), and a model request after it carries its text; the item ships in one
+/// session, and the message is not told again in a prompt.
+fn tell_live(agent: &Agent) -> Row {
+    const SAID: &str = "TELL-LIVE-7f3a: the file must say ok";
+    let mut c = Case::new(
+        agent,
+        "tell_live",
+        Scenario::of(vec![Step::Stall]),
+        Auth::ApiKey,
+        "",
+    );
+    let follow = c.follow();
+    let child = c.spawn(&["run"]);
+    // The first model request is held: the session is live, mid-turn.
+    if !c.server.wait_turns(1, WAIT) {
+        c.fail("the CLI never asked the model");
+    }
+    let told = c
+        .cmd(&["tell", "--from", "night-owl", ITEM, SAID])
+        .output()
+        .expect("nightshift tell");
+    c.check(
+        told.status.success(),
+        format!("tell exits 0\n{}", text(&told)),
+    );
+    let written = follow.wait(WAIT, |e| e["kind"] == "operator_message_written");
+    c.check(
+        written.is_some(),
+        "the message was written to the live session's stdin",
+    );
+    let before = c.server.served().len();
+    // Release the held request; the CLI goes on with the message queued.
+    c.server.play(solves());
+    let delivered = follow.wait(WAIT, |e| e["kind"] == "operator_message_delivered");
+    let out = c.finish(child);
+    let events = c.measure();
+    match &delivered {
+        Some(d) => {
+            c.check(d["who"] == "night-owl", format!("delivered with who: {d}"));
+            let session = events
+                .iter()
+                .find(|e| is_session_end(e))
+                .and_then(|e| e["agent_session"].as_str().map(str::to_owned));
+            c.check(
+                d["agent_session"].as_str().is_some()
+                    && d["agent_session"].as_str() == session.as_deref(),
+                format!("delivered to the session that ran: {d} vs {session:?}"),
+            );
+        }
+        None => c.fail("no operator_message_delivered"),
+    }
+    let carrying = c.server.served()[before..]
+        .iter()
+        .filter(|s| s.turn && s.conversation.contains(SAID))
+        .count();
+    c.check(
+        carrying > 0,
+        format!("a model request after the tell carries its text ({carrying} did)"),
+    );
+    if let Some(out) = &out {
+        c.check(
+            out.status.code() == Some(10),
+            format!("exit 10\n{}", text(out)),
+        );
+    }
+    c.check(c.shipped(), "x ships");
+    let sessions = events
+        .iter()
+        .filter(|e| e["kind"] == "session_started")
+        .count();
+    c.check(sessions == 1, format!("one session ({sessions})"));
+    c.check(
+        events
+            .iter()
+            .find(|e| is_session_end(e))
+            .is_some_and(|e| e["outcome"] == "completed"),
+        "the session completed at its result (stdin closed, the CLI exited)",
+    );
     c.check_no_strays();
     c.done()
 }

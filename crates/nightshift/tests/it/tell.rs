@@ -93,6 +93,14 @@ fn a_message_told_during_a_session_reaches_the_next_iterations_prompt_and_the_re
     let m = &v["report"]["items"][0]["messages"][0];
     assert_eq!(m["who"], "alice");
     assert_eq!(m["text"], "use the blue one, not the red one");
+    // A `command` agent takes no input while it runs: the message went in the next prompt.
+    assert_eq!(m["delivered"], "prompt", "{m}");
+    assert_eq!(m["delivered_to"], "attempt 1 iteration 2", "{m}");
+    let report = String::from_utf8_lossy(&repo.run(&["report"]).stdout).into_owned();
+    assert!(
+        report.contains("(in the prompt of attempt 1 iteration 2, started "),
+        "{report}"
+    );
     repo.assert_clean_end();
 }
 

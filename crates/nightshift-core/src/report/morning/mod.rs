@@ -59,6 +59,7 @@ const KINDS: &[&str] = &[
     "item_escalated",
     "item_awaiting_operator",
     "operator_message",
+    "operator_message_delivered",
 ];
 
 /// What building the report can fail with.
@@ -325,6 +326,14 @@ pub struct OperatorMessage {
     pub who: String,
     pub at: String,
     pub text: String,
+    /// How it reached the agent: `live` (the running session's CLI took it on its stdin),
+    /// `prompt` (in the prompt of the item's next session), or `not_delivered` (no session of
+    /// the item started after it).
+    pub delivered: String,
+    /// Where: `attempt A iteration I` of the session (and `CLI session ID` when live).
+    pub delivered_to: Option<String>,
+    /// When the session took it (live) or started (prompt).
+    pub delivered_at: Option<String>,
 }
 
 /// One agent session on the timeline.
@@ -448,6 +457,8 @@ fn assemble(
     let mut failing: BTreeMap<String, Vec<FailingPoint>> = BTreeMap::new();
     let mut decisions: Vec<Decision> = Vec::new();
     let mut messages: BTreeMap<String, Vec<OperatorMessage>> = BTreeMap::new();
+    // (seq, item) of every operator message, in journal order.
+    let mut message_seqs: Vec<(i64, String)> = Vec::new();
     let mut gaps: Vec<Gap> = Vec::new();
     let mut run_spend = SpendLabelled::default();
     let mut last_ms = start;
@@ -485,14 +496,24 @@ fn assemble(
                 attempt,
                 iteration,
                 ..
-            } => sessions.push(SessionSpan {
+            } => {
+                // Every message not yet delivered is in this session's prompt.
+                for m in messages.entry(item.clone()).or_default() {
+                    if m.delivered == "not_delivered" {
+                        m.delivered = "prompt".into();
+                        m.delivered_to = Some(format!("attempt {attempt} iteration {iteration}"));
+                        m.delivered_at = Some(event.at.clone());
+                    }
+                }
+                sessions.push(SessionSpan {
                 item: item.clone(),
                 attempt: *attempt,
                 iteration: *iteration,
                 start_ms: at_ms,
                 end_ms: None,
                 outcome: None,
-            }),
+            });
+            }
             EventKind::SessionEnded {
                 item,
                 attempt,
@@ -767,6 +788,7 @@ fn assemble(
                 })
             }
             EventKind::OperatorMessage { item, who, text } => {
+                message_seqs.push((event.seq, item.clone()));
                 messages
                     .entry(item.clone())
                     .or_default()
@@ -775,7 +797,37 @@ fn assemble(
                         who: who.clone(),
                         at: event.at.clone(),
                         text: text.clone(),
+                        delivered: "not_delivered".into(),
+                        delivered_to: None,
+                        delivered_at: None,
                     })
+            }
+            EventKind::OperatorMessageDelivered {
+                item,
+                attempt,
+                message_seq,
+                agent_session,
+                ..
+            } => {
+                // The message's place among the item's messages, by its journal position.
+                let nth = message_seqs
+                    .iter()
+                    .filter(|(_, i)| i == item)
+                    .position(|(seq, _)| seq == message_seq);
+                if let Some(m) = nth.and_then(|n| messages.get_mut(item)?.get_mut(n)) {
+                    m.delivered = "live".into();
+                    let iteration = sessions
+                        .iter()
+                        .rev()
+                        .find(|s| s.item == *item && s.attempt == *attempt)
+                        .map(|s| format!(" iteration {}", s.iteration))
+                        .unwrap_or_default();
+                    m.delivered_to = Some(match agent_session {
+                        Some(id) => format!("attempt {attempt}{iteration}, CLI session {id}"),
+                        None => format!("attempt {attempt}{iteration}"),
+                    });
+                    m.delivered_at = Some(event.at.clone());
+                }
             }
             _ => {}
         }

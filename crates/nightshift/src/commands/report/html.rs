@@ -268,10 +268,11 @@ fn item_section(out: &mut String, item: &ItemSection) {
     for m in &item.messages {
         let _ = write!(
             out,
-            "<p class=\"muted\">Told by {} at {}: {}</p>",
+            "<p class=\"muted\">Told by {} at {}: {} ({})</p>",
             esc(&m.who),
             esc(&m.at),
-            esc(&m.text)
+            esc(&m.text),
+            esc(&super::delivery(m))
         );
     }
     out.push_str("</section>\n");

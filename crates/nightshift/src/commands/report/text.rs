@@ -149,7 +149,14 @@ fn item_block(out: &mut String, item: &ItemSection) {
         attempt_line(out, att);
     }
     for m in &item.messages {
-        let _ = writeln!(out, "       told by {} at {}: {}", m.who, m.at, m.text);
+        let _ = writeln!(
+            out,
+            "       told by {} at {}: {} ({})",
+            m.who,
+            m.at,
+            m.text,
+            super::delivery(m)
+        );
     }
 }
 
