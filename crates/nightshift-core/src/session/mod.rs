@@ -8,6 +8,7 @@
 
 mod budget;
 mod imp;
+mod liveness;
 mod sweep;
 
 use std::path::PathBuf;

@@ -79,22 +79,12 @@ const KNOWN_GAPS: &[(&str, &str)] = &[
         "as claude-2.1.332/kill9_resume",
     ),
     (
-        "claude-2.1.332/stall",
-        "the nudge-by-resume cycle is not reliable under load (start-up counted as silence)",
-    ),
-    ("claude-2.1.197/stall", "as claude-2.1.332/stall"),
-    (
         "claude-2.1.197/runaway",
         "trips with 0 requests after the trip, but misses the case deadline under load",
     ),
-    ("codex-0.171.0/stall", "as claude-2.1.332/stall"),
     (
         "codex-0.171.0/api_overloaded",
         "503 server_is_overloaded is classified failed, not env_fault(transient)",
-    ),
-    (
-        "gemini-0.61.0/stall",
-        "start-up under load is counted as silence",
     ),
     (
         "gemini-0.61.0/api_429",
@@ -111,10 +101,6 @@ const KNOWN_GAPS: &[(&str, &str)] = &[
     (
         "gemini-0.61.0/kill9_resume",
         "the session after an engine kill -9 never reached the model",
-    ),
-    (
-        "aider-0.86.2/stall",
-        "start-up under load is counted as silence",
     ),
     (
         "aider-0.86.2/usage_limit",
