@@ -12,9 +12,10 @@ use sha2::{Digest, Sha256};
 use tokio::io::AsyncReadExt;
 
 use super::budget::{Crossing, Guard};
+use super::liveness::Liveness;
 use super::{LogLimit, Outcome, ProcessEnd, SessionError, SessionEvent, SessionPacket, hex, sweep};
 use crate::agent::{AgentEvent, FinishKind, Finished, RateLimitState, StreamParser};
-use crate::clock::{Deadline, StallTimer, TICK};
+use crate::clock::{Deadline, TICK};
 
 /// After the process exits, how long its pipes may stay open (held by a leaked descendant)
 /// before we stop reading them.
@@ -33,15 +34,6 @@ enum Ending {
     Lingered,
 }
 
-/// CPU time counts as activity only at this rate or above: `CPU_ACTIVE_TICKS` clock ticks
-/// (10 ms each at the usual 100 Hz) within `CPU_WINDOW`, i.e. 2% of one core. Measured on the
-/// real CLIs (2026-12): an idle Claude Code burns one tick every few seconds (longest gap 11 s)
-/// and an idle Codex one every 2–6 s, so over 10 s they stay at or below ~5 ticks; a CLI
-/// thinking locally, or a test suite it runs, burns tens to hundreds. Four times the idle
-/// rate separates the two without mistaking a hung API call for work.
-pub(crate) const CPU_ACTIVE_TICKS: u64 = 20;
-/// The window CPU time is measured over.
-pub(crate) const CPU_WINDOW: Duration = Duration::from_secs(10);
 /// After a Claude `result` line the process should exit; if it lingers (a background job
 /// keeps Claude Code 2.1.332 alive), it is ended after this grace, as completed.
 pub(crate) const RESULT_GRACE: Duration = Duration::from_secs(5);
@@ -285,14 +277,14 @@ pub(super) async fn supervise(
         p.set_now(clock.wall().as_second());
     }
     let deadline = Deadline::after(clock.as_ref(), spec.timeout);
-    let mut stall = stall_grace.map(|grace| StallTimer::new(clock.as_ref(), grace));
+    let mut stall = stall_grace.map(|grace| Liveness::new(clock.as_ref(), grace));
     let mut guard = Guard::new(budget);
     let mut stream = StreamState::default();
-    let mut cpu = CpuWindow::new(clock.boot());
     let mut usage_log = usage_log_dir.map(UsageLog::new);
     // When the stream's final result arrived (the session is over; the process should exit).
     let mut result_at: Option<Duration> = None;
     let mut files_seen = stall
+        .as_ref()
         .map(|_| sweep::newest_mtime(&spec.cwd))
         .unwrap_or(std::time::SystemTime::UNIX_EPOCH);
 
@@ -317,7 +309,7 @@ pub(super) async fn supervise(
                 Some(n) => {
                     sink.push(&out_buf[..n]);
                     if let Some(s) = stall.as_mut() {
-                        s.touch(clock.as_ref());
+                        s.output(clock.as_ref());
                     }
                     if let Some(p) = parser.as_mut() {
                         decided = feed(p.as_mut(), &out_buf[..n], &mut stream, &mut guard, enforce_budget, on_event);
@@ -352,7 +344,7 @@ pub(super) async fn supervise(
                 Some(n) => {
                     sink.push(&err_buf[..n]);
                     if let Some(s) = stall.as_mut() {
-                        s.touch(clock.as_ref());
+                        s.output(clock.as_ref());
                     }
                 }
                 None => stderr = None,
@@ -399,22 +391,20 @@ pub(super) async fn supervise(
                 } else if deadline.expired(clock.as_ref()) {
                     decided = Some(Ending::Timeout);
                 } else if let Some(s) = stall.as_mut() {
-                    // Busy without printing is not hung: CPU time of the group counts as
-                    // activity, above the rate an idle CLI burns (see CPU_ACTIVE_TICKS).
-                    let ticks = pgid.map(|p| sweep::group_cpu_ticks(p.as_raw())).unwrap_or(0);
-                    if cpu.active(ticks, clock.boot()) {
-                        s.touch(clock.as_ref());
-                    }
+                    // Busy without printing is not hung: CPU time of the process tree counts as
+                    // activity, above the rate an idle CLI burns (see liveness::CPU_ACTIVE_TICKS).
+                    let ticks = pgid.map(|p| sweep::tree_cpu_ticks(p.as_raw())).unwrap_or(0);
+                    s.cpu(ticks, clock.as_ref());
                     // Last, the expensive signal: files changed in the worktree since we last
                     // looked (an agent writing quietly is not hung).
                     if s.stalled(clock.as_ref()) && sweep::newest_mtime(&spec.cwd) > files_seen {
                         files_seen = sweep::newest_mtime(&spec.cwd);
-                        s.touch(clock.as_ref());
+                        s.files_changed(clock.as_ref());
                     }
                     if s.stalled(clock.as_ref()) {
                         on_event(SessionEvent::Stalled { silence: s.silence(clock.as_ref()) });
                         if log_stall {
-                            s.touch(clock.as_ref()); // reported; warn again after another grace
+                            s.rearm(clock.as_ref()); // reported; warn again after another grace
                         } else {
                             decided = Some(Ending::Stalled);
                         }
@@ -743,38 +733,9 @@ fn find_usage_log(dir: &std::path::Path, session: &str) -> Option<std::path::Pat
     None
 }
 
-/// CPU time of the process group, judged per window against [`CPU_ACTIVE_TICKS`].
-struct CpuWindow {
-    start: Duration,
-    ticks_at_start: Option<u64>,
-}
-
-impl CpuWindow {
-    fn new(now: Duration) -> CpuWindow {
-        CpuWindow {
-            start: now,
-            ticks_at_start: None,
-        }
-    }
-
-    /// Whether the group burned at least the threshold since the window began; a new window
-    /// begins when it did, or when the window is over.
-    fn active(&mut self, ticks: u64, now: Duration) -> bool {
-        let base = *self.ticks_at_start.get_or_insert(ticks);
-        let burned = ticks.saturating_sub(base);
-        let over = now.saturating_sub(self.start) >= CPU_WINDOW;
-        let active = burned >= CPU_ACTIVE_TICKS;
-        if active || over {
-            self.start = now;
-            self.ticks_at_start = Some(ticks);
-        }
-        active
-    }
-}
-
 fn first_tick(
     deadline: &Deadline,
-    stall: Option<&StallTimer>,
+    stall: Option<&Liveness>,
     clock: &dyn crate::clock::Clock,
 ) -> Duration {
     next_tick(deadline, stall, clock)
@@ -784,7 +745,7 @@ fn first_tick(
 /// suspend is noticed within one tick of waking) or the stall grace.
 fn next_tick(
     deadline: &Deadline,
-    stall: Option<&StallTimer>,
+    stall: Option<&Liveness>,
     clock: &dyn crate::clock::Clock,
 ) -> Duration {
     // At most every 200 ms: an operator's stop is read on the tick.
@@ -852,24 +813,4 @@ mod os {
 #[cfg(not(target_os = "linux"))]
 mod os {
     pub(super) fn harden(_cmd: &mut tokio::process::Command) {}
-}
-
-#[cfg(test)]
-mod cpu_tests {
-    use super::*;
-
-    #[test]
-    fn cpu_counts_as_activity_only_above_the_idle_rate() {
-        let s = Duration::from_secs;
-        let mut w = CpuWindow::new(s(0));
-        assert!(!w.active(100, s(0)), "the first reading is the base");
-        // An idle CLI: a tick every 2 s, 5 ticks in the window: never active.
-        for (i, t) in (2..=10).step_by(2).enumerate() {
-            assert!(!w.active(101 + i as u64, s(t)), "idle tick at {t}s");
-        }
-        // The window rolled over at 10 s; a burst of 20 ticks is work.
-        assert!(!w.active(110, s(11)));
-        assert!(w.active(130, s(12)));
-        assert!(!w.active(131, s(13)), "a new window starts after activity");
-    }
 }

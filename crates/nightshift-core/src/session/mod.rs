@@ -9,6 +9,7 @@
 mod budget;
 mod imp;
 mod live;
+mod liveness;
 mod sweep;
 
 use std::path::PathBuf;

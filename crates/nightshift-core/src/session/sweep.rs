@@ -128,9 +128,48 @@ pub(super) fn newest_mtime(dir: &Path) -> std::time::SystemTime {
     newest
 }
 
-/// CPU time (clock ticks, user + system) of the live members of process group `pgid`.
-pub(super) fn group_cpu_ticks(pgid: i32) -> u64 {
-    os::group_cpu_ticks(pgid)
+/// One line of the process table, as the CPU count needs it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct ProcCpu {
+    pub pid: i32,
+    pub ppid: i32,
+    pub pgrp: i32,
+    /// utime + stime + cutime + cstime: its own CPU and that of the children it reaped, so a
+    /// short-lived tool process's time stays counted after it ends.
+    pub ticks: u64,
+}
+
+/// CPU time (clock ticks) of a supervised process's tree: the members of its process group
+/// (`root` leads it) and every live descendant of `root`, wherever its group or session (the
+/// confinement helper `setsid`s the CLI; CLIs start tool processes in groups of their own).
+pub(super) fn tree_cpu_ticks(root: i32) -> u64 {
+    tree_ticks(&os::proc_cpu(), root)
+}
+
+/// [`tree_cpu_ticks`] over a table read once.
+pub(super) fn tree_ticks(table: &[ProcCpu], root: i32) -> u64 {
+    let mut inside: std::collections::HashSet<i32> = table
+        .iter()
+        .filter(|p| p.pgrp == root || p.pid == root)
+        .map(|p| p.pid)
+        .collect();
+    // Descendants: grow the set until no process's parent is newly inside (bounded by depth).
+    loop {
+        let before = inside.len();
+        for p in table {
+            if inside.contains(&p.ppid) {
+                inside.insert(p.pid);
+            }
+        }
+        if inside.len() == before {
+            break;
+        }
+    }
+    table
+        .iter()
+        .filter(|p| inside.contains(&p.pid))
+        .map(|p| p.ticks)
+        .sum()
 }
 
 #[cfg(target_os = "linux")]
@@ -214,10 +253,10 @@ mod os {
         true
     }
 
-    /// CPU ticks of the members of a process group.
-    pub(super) fn group_cpu_ticks(pgid: i32) -> u64 {
+    /// The process table's CPU columns (`/proc/<pid>/stat`).
+    pub(super) fn proc_cpu() -> Vec<super::ProcCpu> {
         let Ok(entries) = std::fs::read_dir("/proc") else {
-            return 0;
+            return Vec::new();
         };
         entries
             .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
@@ -225,13 +264,16 @@ mod os {
                 let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
                 let fields: Vec<&str> = text.rsplit_once(')')?.1.split_whitespace().collect();
                 // After the command: state ppid pgrp session tty tpgid flags minflt cminflt
-                // majflt cmajflt utime stime …
-                if fields.get(2)?.parse::<i32>().ok()? != pgid {
-                    return None;
-                }
-                Some(fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?)
+                // majflt cmajflt utime stime cutime cstime …
+                let num = |i: usize| fields.get(i).and_then(|f| f.parse::<u64>().ok());
+                Some(super::ProcCpu {
+                    pid,
+                    ppid: fields.get(1)?.parse().ok()?,
+                    pgrp: fields.get(2)?.parse().ok()?,
+                    ticks: num(11)? + num(12)? + num(13).unwrap_or(0) + num(14).unwrap_or(0),
+                })
             })
-            .sum()
+            .collect()
     }
 
     /// Reaps zombies that are this process's children (orphans re-parented here). Only called
@@ -276,14 +318,39 @@ mod os {
         false
     }
 
-    pub(super) fn group_cpu_ticks(_pgid: i32) -> u64 {
-        0
+    pub(super) fn proc_cpu() -> Vec<super::ProcCpu> {
+        Vec::new()
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_tree_counts_its_group_and_descendants_in_other_groups_not_strangers() {
+        let p = |pid, ppid, pgrp, ticks| ProcCpu {
+            pid,
+            ppid,
+            pgrp,
+            ticks,
+        };
+        let table = [
+            p(1, 0, 1, 1_000_000),  // init: a stranger
+            p(100, 50, 100, 7),     // the supervised process (the confinement helper)
+            p(101, 100, 101, 30),   // the CLI, `setsid` into a session of its own
+            p(102, 101, 102, 500),  // a tool it runs in a group of its own
+            p(103, 102, 102, 40),   // that tool's child
+            p(104, 1, 100, 3),      // an orphan still in the group
+            p(200, 50, 200, 9_999), // the engine's other child
+        ];
+        assert_eq!(tree_ticks(&table, 100), 7 + 30 + 500 + 40 + 3);
+        assert_eq!(
+            tree_ticks(&table, 999),
+            0,
+            "a tree that is gone has no time"
+        );
+    }
 
     #[test]
     fn a_setsid_writer_holding_the_directory_is_killed_and_verified_gone() {

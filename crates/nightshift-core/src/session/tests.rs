@@ -126,7 +126,11 @@ fn a_silent_idle_agent_is_stalled_after_the_grace() {
     let mut events = Vec::new();
     let end = run_session(
         SessionPacket {
-            spec: spec(dir.path(), "sleep 600", Duration::from_secs(60)),
+            spec: spec(
+                dir.path(),
+                "echo started; sleep 600",
+                Duration::from_secs(60),
+            ),
             parser: None,
             stall_grace: Some(Duration::from_millis(200)),
             budget: Budget::default(),
@@ -144,6 +148,33 @@ fn a_silent_idle_agent_is_stalled_after_the_grace() {
         matches!(events.as_slice(), [SessionEvent::Stalled { .. }]),
         "{events:?}"
     );
+}
+
+#[test]
+fn a_cli_silent_while_it_starts_is_not_stalled_before_its_first_output() {
+    let dir = tempfile::tempdir().unwrap();
+    // Silent (and idle) for longer than the grace before its first line, as a CLI starting on a
+    // loaded machine is; it then works and exits. Before the first output the allowance is four
+    // graces (4 s).
+    let end = run_session(
+        SessionPacket {
+            spec: spec(
+                dir.path(),
+                "sleep 1.5; echo started; exit 0",
+                Duration::from_secs(60),
+            ),
+            parser: None,
+            stall_grace: Some(Duration::from_secs(1)),
+            budget: Budget::default(),
+            enforce_budget: true,
+            log_stall: false,
+            clock: Arc::new(SystemClock),
+            usage_log_dir: None,
+        },
+        &mut |_| {},
+    )
+    .unwrap();
+    assert_eq!(end.outcome, Outcome::Completed);
 }
 
 #[test]

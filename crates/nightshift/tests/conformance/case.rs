@@ -262,7 +262,49 @@ impl Case {
     pub fn done(mut self) -> Row {
         self.row.secs = self.started.elapsed().as_secs_f64();
         let _ = self.cmd(&["stop"]).output();
+        self.keep();
         self.row
+    }
+
+    /// With `NIGHTSHIFT_CONFORMANCE_KEEP=DIR`: the case's `.nightshift` (session logs, prompts,
+    /// the store), its journal and the requests the server saw, copied to
+    /// `DIR/<cli>-<scenario>-<n>` before the scratch repository goes.
+    fn keep(&self) {
+        let Some(dir) = std::env::var_os("NIGHTSHIFT_CONFORMANCE_KEEP") else {
+            return;
+        };
+        let base = std::path::Path::new(&dir);
+        let dest = (1..)
+            .map(|n| base.join(format!("{}-{}-{n}", self.row.cli, self.row.scenario)))
+            .find(|d| !d.exists())
+            .expect("a free name");
+        if std::fs::create_dir_all(&dest).is_err() {
+            return;
+        }
+        let _ = Command::new("cp")
+            .arg("-a")
+            .arg(self.repo.root.join(".nightshift"))
+            .arg(&dest)
+            .status();
+        let journal: String = self.events().iter().map(|e| format!("{e}\n")).collect();
+        let _ = std::fs::write(dest.join("journal.jsonl"), journal);
+        let served: String = self
+            .server
+            .served()
+            .iter()
+            .map(|s| {
+                let at =
+                    s.at.duration_since(SystemTime::UNIX_EPOCH)
+                        .map(|d| d.as_secs_f64())
+                        .unwrap_or(0.0);
+                format!(
+                    "{at:.3} {} {} turn={} step={:?} usage={:?}\n",
+                    s.method, s.path, s.turn, s.step, s.usage
+                )
+            })
+            .collect();
+        let _ = std::fs::write(dest.join("served.txt"), served);
+        let _ = std::fs::write(dest.join("row.txt"), format!("{:#?}\n", self.row));
     }
 
     pub fn shipped(&self) -> bool {

@@ -79,22 +79,8 @@ const KNOWN_GAPS: &[(&str, &str)] = &[
         "as claude-2.1.332/kill9_resume",
     ),
     (
-        "claude-2.1.332/stall",
-        "the nudge-by-resume cycle is not reliable under load (start-up counted as silence)",
-    ),
-    ("claude-2.1.197/stall", "as claude-2.1.332/stall"),
-    (
         "claude-2.1.197/runaway",
         "trips with 0 requests after the trip, but misses the case deadline under load",
-    ),
-    ("codex-0.171.0/stall", "as claude-2.1.332/stall"),
-    (
-        "gemini-0.61.0/stall",
-        "start-up under load is counted as silence",
-    ),
-    (
-        "aider-0.86.2/stall",
-        "start-up under load is counted as silence",
     ),
 ];
 

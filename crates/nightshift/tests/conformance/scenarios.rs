@@ -154,50 +154,128 @@ fn runaway(agent: &Agent) -> Row {
     c.done()
 }
 
-/// The server goes silent: stalled, nudged by resuming the CLI's session, then `stalled`.
+/// The server goes silent mid-session: stalled, nudged by resuming the CLI's own session (the
+/// same conversation, `resumed: true`), then `stalled`; then the session's work goes to the
+/// check like any other ending, and with no iteration or attempt left the item parks (decision
+/// stall-2). The run is stopped there: the parked pass's fresh attempt repeats the cycle.
+///
+/// The model answers once (a shell tool call) before it goes silent, so the CLI has a
+/// conversation to resume: Claude Code 2.1.197 and Gemini CLI persist a session only once the
+/// model has answered. aider makes one request per session and has no session to resume: it
+/// stalls on its first request and its nudge is a fresh process.
 fn stall(agent: &Agent) -> Row {
+    let resumable = agent.kind != "aider";
+    let steps = if resumable {
+        vec![
+            Step::Shell {
+                command: "echo step".into(),
+                background: false,
+            },
+            Step::Stall,
+        ]
+    } else {
+        vec![Step::Stall]
+    };
+    let stall_step = steps.len() - 1;
     let mut c = Case::new(
         agent,
         "stall",
-        Scenario::of(vec![Step::Stall]),
+        Scenario::of(steps),
         Auth::ApiKey,
         "stall_grace = \"15s\"\nstall_nudges = 1\n",
     );
-    let out = c.run();
-    let events = c.measure();
-    let onset = c.server.served().iter().find(|s| s.turn).map(|s| s.at);
-    // The first attempt's last session: stalled, after its nudges.
-    let stalled = events
-        .iter()
-        .rfind(|e| is_session_end(e) && e["attempt"] == 1 && e["outcome"] == "stalled")
-        .and_then(at);
-    match (onset, stalled) {
-        (Some(onset), Some(end)) => {
-            c.row.stall_secs = end.duration_since(onset).ok().map(|d| d.as_secs_f64());
-        }
-        _ => c.fail(format!(
-            "no stalled session (stall onset seen: {})",
-            onset.is_some()
-        )),
-    }
-    let nudged = events.iter().any(|e| e["kind"] == "session_nudged");
-    c.check(nudged, "a nudge before `stalled`");
-    // The nudge resumed the CLI's own session: the first attempt's sessions share one id.
-    let ids: Vec<&str> = events
-        .iter()
-        .filter(|e| is_session_end(e) && e["attempt"] == 1)
-        .filter_map(|e| e["agent_session"].as_str())
-        .collect();
+    let follow = c.follow();
+    let child = c.spawn(&["run"]);
+    let parked = follow.wait(WAIT, |e| e["kind"] == "item_parked");
     c.check(
-        agent.kind == "aider" || (ids.len() >= 2 && ids.windows(2).all(|w| w[0] == w[1])),
-        format!("the nudge resumed the same CLI session: {ids:?}"),
+        parked.is_some(),
+        "the item parked after its stalled attempt",
     );
-    if let Some(out) = &out {
-        c.check(
-            out.status.code() == Some(11),
-            format!("exit 11 (parked)\n{}", text(out)),
-        );
+    let _ = c.cmd(&["stop"]).output();
+    let _ = c.finish(child);
+    let events = c.measure();
+    // The stall's onset: the first request the silent server held (a model turn or, for Gemini,
+    // its router's call before the turn).
+    let onset = c
+        .server
+        .served()
+        .iter()
+        .find(|s| s.step == Some(stall_step))
+        .map(|s| s.at);
+    let first: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["attempt"] == 1 && e["item"] == ITEM)
+        .filter(|e| {
+            matches!(
+                e["kind"].as_str(),
+                Some(
+                    "session_started"
+                        | "session_ended"
+                        | "session_nudged"
+                        | "attempt_failed"
+                        | "item_parked"
+                )
+            )
+        })
+        .collect();
+    let kinds: Vec<String> = first
+        .iter()
+        .map(|e| match e["outcome"].as_str() {
+            Some(o) => format!("{}({o})", e["kind"].as_str().unwrap_or("?")),
+            None => e["kind"].as_str().unwrap_or("?").to_owned(),
+        })
+        .collect();
+    let expected = [
+        "session_started",
+        "session_ended(stalled)",
+        "session_nudged",
+        "session_started",
+        "session_ended(stalled)",
+        "attempt_failed",
+    ];
+    c.check(
+        kinds == expected,
+        format!("attempt 1: stalled, one nudge, stalled, then the attempt failed: {kinds:?}"),
+    );
+    let sessions: Vec<&Value> = first
+        .iter()
+        .copied()
+        .filter(|e| e["kind"] == "session_ended")
+        .collect();
+    if let [before, after] = sessions.as_slice() {
+        let nudge_start = first
+            .iter()
+            .filter(|e| e["kind"] == "session_started")
+            .nth(1);
+        if resumable {
+            c.check(
+                nudge_start.is_some_and(|e| e["resumed"] == true)
+                    && before["agent_session"].is_string()
+                    && before["agent_session"] == after["agent_session"],
+                format!(
+                    "the nudge resumed the same CLI session: {} then {} (resumed: {})",
+                    before["agent_session"],
+                    after["agent_session"],
+                    nudge_start.map_or(Value::Null, |e| e["resumed"].clone())
+                ),
+            );
+        } else {
+            c.check(
+                nudge_start.is_some_and(|e| e["resumed"] != true),
+                "aider's nudge is a fresh process (it has no session to resume)",
+            );
+        }
+        match (onset, at(after)) {
+            (Some(onset), Some(end)) => {
+                c.row.stall_secs = end.duration_since(onset).ok().map(|d| d.as_secs_f64());
+            }
+            _ => c.fail(format!(
+                "no stall onset at the server ({} requests served)",
+                c.server.served().len()
+            )),
+        }
     }
+    c.check(!c.shipped(), "nothing shipped");
     c.check_no_strays();
     c.done()
 }
