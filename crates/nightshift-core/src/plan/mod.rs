@@ -120,4 +120,6 @@ pub fn load(config: &Config, root: &Path) -> Result<Plan, PlanError> {
 }
 
 #[cfg(test)]
+mod fuzz;
+#[cfg(test)]
 mod tests;

@@ -14,6 +14,8 @@ pub mod key;
 mod sign;
 
 #[cfg(test)]
+mod fuzz;
+#[cfg(test)]
 mod tests;
 
 use std::collections::BTreeMap;

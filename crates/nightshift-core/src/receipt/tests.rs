@@ -4,7 +4,7 @@ use std::os::unix::fs::PermissionsExt;
 use super::key::{self, KeyError};
 use super::*;
 
-fn sample() -> Receipt {
+pub(super) fn sample() -> Receipt {
     Receipt {
         version: RECEIPT_VERSION,
         run_id: "20260101T000000Z-abcd".into(),
