@@ -170,6 +170,7 @@ fn a_cli_silent_while_it_starts_is_not_stalled_before_its_first_output() {
             log_stall: false,
             clock: Arc::new(SystemClock),
             usage_log_dir: None,
+            live_input: None,
         },
         &mut |_| {},
     )
