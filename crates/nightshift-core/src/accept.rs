@@ -45,6 +45,8 @@ pub struct Accepted {
 pub enum AcceptError {
     #[error(transparent)]
     Locked(#[from] LockError),
+    #[error(transparent)]
+    Pinned(#[from] crate::control_plane::PinError),
     #[error("find a run: no run has happened in this repository")]
     NoRun,
     #[error("find item `{item}` in run {run_id}")]
@@ -105,7 +107,7 @@ pub fn accept(opts: &AcceptOptions<'_>) -> Result<Accepted, AcceptError> {
     let _lock = RunLock::acquire(&ws.lock(), &holder)?;
     let mut store = Store::open(&ws.state_db())?;
     let run = store.latest_run()?.ok_or(AcceptError::NoRun)?;
-    let item = store
+    let mut item = store
         .items(&run.id)?
         .into_iter()
         .find(|i| i.id == opts.item)
@@ -113,6 +115,22 @@ pub fn accept(opts: &AcceptOptions<'_>) -> Result<Accepted, AcceptError> {
             item: opts.item.to_owned(),
             run_id: run.id.clone(),
         })?;
+    // The run's pinned control plane judges its work (issue 12), never the live file; the
+    // item's check is the one its run journaled, never the store's mutable column.
+    let pinned =
+        crate::control_plane::pinned(&store, &run.id, &ws.root().join(crate::config::FILE_NAME))?;
+    let pinned_opts;
+    let opts = match &pinned {
+        Some(p) => {
+            item.check_command = Some(p.check_command(&item.id));
+            pinned_opts = AcceptOptions {
+                config: &p.config,
+                ..*opts
+            };
+            &pinned_opts
+        }
+        None => opts,
+    };
     let allowed: &[&str] = if opts.confirm {
         &["awaiting_operator"]
     } else {

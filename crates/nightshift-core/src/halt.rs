@@ -72,6 +72,9 @@ pub enum HaltReason {
     BlockedPathModified,
     /// A receipt's verdict could not be reproduced, or its signature does not hold.
     ObjectiveUnverified,
+    /// The journal's hash chain does not hold: a row of `.nightshift/state.db` was edited or
+    /// removed outside nightshift (issue 12).
+    StoreTampered,
     /// The check gave different verdicts on the same tree.
     CheckFlaky,
     /// Repeated checks of one commit fell below the determinism target.
@@ -164,6 +167,11 @@ pub const TABLE: &[(HaltReason, &str, ExitClass)] = &[
     (
         HaltReason::ObjectiveUnverified,
         "objective_unverified",
+        ExitClass::Integrity,
+    ),
+    (
+        HaltReason::StoreTampered,
+        "store_tampered",
         ExitClass::Integrity,
     ),
     (

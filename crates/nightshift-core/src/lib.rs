@@ -15,6 +15,7 @@ pub mod clean;
 pub mod clock;
 pub mod config;
 pub mod control;
+pub mod control_plane;
 pub mod doctor;
 pub mod engine;
 pub mod failpoint;

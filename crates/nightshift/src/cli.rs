@@ -121,6 +121,10 @@ pub struct RunArgs {
     /// installed by `nightshift service install` runs at boot.
     #[arg(long)]
     pub resume_only: bool,
+    /// Resume the unfinished run with the live nightshift.toml instead of the copy the run
+    /// pinned at its start (journaled as `control_plane_pinned`, reloaded).
+    #[arg(long)]
+    pub reload_config: bool,
 }
 
 /// `nightshift engine`: the flags `run` passes on.
@@ -144,6 +148,12 @@ pub struct EngineArgs {
     /// engine. The run opened since is resumed; if it halted, exit with its halt (no new run).
     #[arg(long, value_name = "SEQ")]
     pub restart_after: Option<i64>,
+    /// `run --reload-config`: resume with the live nightshift.toml (first start only).
+    #[arg(long)]
+    pub reload_config: bool,
+    /// Set by the supervisor on a restart: how the previous engine ended (journaled).
+    #[arg(long, value_name = "TEXT", requires = "restart_after")]
+    pub previous_exit: Option<String>,
 }
 
 #[derive(Debug, Args)]

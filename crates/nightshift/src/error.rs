@@ -140,6 +140,7 @@ impl From<EngineError> for CommandError {
                 e.hint = help;
                 e
             }
+            EngineError::Store(nightshift_core::store::StoreError::Tampered(t)) => tampered(&t),
             // A state database that the next start would meet again (corrupt, read-only,
             // deleted under the engine): one line, exit 30, never a restart (issue 13).
             EngineError::Store(e) if e.unusable().is_some() => CommandError::new(
@@ -155,11 +156,23 @@ impl From<EngineError> for CommandError {
 
 impl From<nightshift_core::store::StoreError> for CommandError {
     fn from(err: nightshift_core::store::StoreError) -> Self {
+        if let nightshift_core::store::StoreError::Tampered(t) = &err {
+            return tampered(t);
+        }
         match err.remedy(".nightshift/state.db") {
             Some(line) => CommandError::new(ExitClass::Workspace, line),
             None => CommandError::new(ExitClass::Internal, chain(&err)),
         }
     }
+}
+
+/// The journal's hash chain does not hold (issue 12): exit 13, one line, what to do.
+fn tampered(t: &nightshift_core::store::chain::Tamper) -> CommandError {
+    CommandError::new(
+        ExitClass::Integrity,
+        format!("trust the state database .nightshift/state.db: store_tampered: {t}"),
+    )
+    .hint("something (an agent?) edited the journal, so nothing it says can be trusted; keep it as evidence and start afresh: `mv .nightshift/state.db .nightshift/state.db.tampered`, then `nightshift run` (what shipped is rebuilt from the target's Nightshift-Item trailers)")
 }
 
 /// An error and its sources, joined with ": ".

@@ -455,13 +455,29 @@ impl Config {
 /// The file's directory is the repository root: every path the config names must stay inside
 /// it, symlinks resolved.
 pub fn load(path: &Path) -> Result<Config, ConfigError> {
-    let source =
-        crate::bounded::read_to_string(path, crate::bounded::CONFIG_BYTES).map_err(|source| {
-            ConfigError::Read {
-                path: path.to_path_buf(),
-                source,
-            }
-        })?;
+    load_with_source(path).map(|(config, _)| config)
+}
+
+/// [`load`], also returning the exact text the config was parsed from (what a run pins into
+/// its journal, issue 12).
+pub fn load_with_source(path: &Path) -> Result<(Config, String), ConfigError> {
+    let source = read_source(path)?;
+    parse_at(&source, path).map(|config| (config, source))
+}
+
+/// The text of a `nightshift.toml`, bounded.
+pub fn read_source(path: &Path) -> Result<String, ConfigError> {
+    crate::bounded::read_to_string(path, crate::bounded::CONFIG_BYTES).map_err(|source| {
+        ConfigError::Read {
+            path: path.to_path_buf(),
+            source,
+        }
+    })
+}
+
+/// Parses `source` as the config at `path` (its directory the repository root, paths checked
+/// against its symlinks). A run's pinned copy is parsed this way.
+pub fn parse_at(source: &str, path: &Path) -> Result<Config, ConfigError> {
     let root = path.parent().map(|parent| {
         if parent.as_os_str().is_empty() {
             Path::new(".")
@@ -469,7 +485,7 @@ pub fn load(path: &Path) -> Result<Config, ConfigError> {
             parent
         }
     });
-    raw::parse(&source, &path.display().to_string(), root).map_err(ConfigError::from)
+    raw::parse(source, &path.display().to_string(), root).map_err(ConfigError::from)
 }
 
 /// Parses and validates the text of a `nightshift.toml`; `file_name` is used in errors. Paths

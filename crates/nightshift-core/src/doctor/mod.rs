@@ -191,6 +191,9 @@ pub fn doctor(
     for f in git_state(ws, config) {
         push(f, &mut findings, progress);
     }
+    if let Some(f) = store_chain(ws) {
+        push(f, &mut findings, progress);
+    }
     if !opts.quick {
         let command = opts.check.clone().or_else(|| primary_check(config));
         match command {
@@ -219,6 +222,32 @@ pub fn doctor(
         push(f, &mut findings, progress);
     }
     Report { findings }
+}
+
+/// `store`: whether the journal's hash chain holds (issue 12); `None` without a state database
+/// or a chain key to check with.
+fn store_chain(ws: &Workspace) -> Option<Finding> {
+    use crate::store::{Store, chain::Verdict};
+    const NAME: &str = "store";
+    if !ws.state_db().exists() {
+        return None;
+    }
+    let store = Store::open_read_only(&ws.state_db()).ok()?;
+    Some(match store.verify_chain().ok()? {
+        Verdict::NoKey => return None,
+        Verdict::Intact { rows } => Finding::ok(
+            NAME,
+            GateClass::Safety,
+            format!("the journal's hash chain holds ({rows} entries)"),
+        ),
+        Verdict::Broken(tamper) => Finding::fail(
+            NAME,
+            GateClass::Safety,
+            HaltReason::StoreTampered,
+            format!("store_tampered: {tamper}"),
+            "keep it as evidence and start afresh: `mv .nightshift/state.db .nightshift/state.db.tampered`, then `nightshift run` (what shipped is rebuilt from the target's Nightshift-Item trailers)",
+        ),
+    })
 }
 
 /// `confinement`: the level agents and checks get here (a failure only under `[sandbox]

@@ -752,13 +752,17 @@ impl Engine<'_> {
             "{}-a{}-i{}.{suffix}.log",
             att.item, att.attempt, att.iteration
         )));
+        let command = self.check_command(item);
+        let env = self.item_env(att, att.iteration);
         self.record(EventKind::CheckStarted {
             item: att.item.clone(),
             attempt: att.attempt,
             iteration: att.iteration,
             stage,
+            command: Some(command.clone()),
+            timeout_ms: Some(self.config.check.timeout.as_millis() as u64),
+            env: env.iter().map(|(name, _)| name.clone()).collect(),
         })?;
-        let command = self.check_command(item);
         // `protect_tests`: the oracle runs with the test files as the base has them, so an
         // agent's edits to tests cannot make it green; the agent's versions come back after.
         let protected = match stage {
@@ -771,7 +775,7 @@ impl Engine<'_> {
         let result = check::run(
             &command,
             worktree.clone(),
-            self.item_env(att, att.iteration),
+            env,
             self.config.check.timeout,
             log.clone(),
         );
@@ -1277,9 +1281,13 @@ impl Engine<'_> {
             })
     }
 
+    /// The item's check as the run journaled it (issue 12): its `run_started` plan entry, else
+    /// the pinned `[check] command`; never the store's mutable `items.check_command`.
     pub(super) fn check_command(&self, item: &ItemRow) -> String {
-        item.check_command
-            .clone()
+        self.item_checks
+            .get(&item.id)
+            .cloned()
+            .flatten()
             .or_else(|| self.config.check.command.clone())
             .unwrap_or_else(|| "false".into())
     }

@@ -52,6 +52,18 @@ pub struct RunOptions {
     /// engine. The run opened since is resumed; if it has halted, the engine exits with that
     /// halt and starts nothing (a supervisor never starts a new run). `None`: the user's start.
     pub restart_after: Option<i64>,
+    /// The exact text `config` was parsed from: a new run pins it into its journal (issue 12).
+    /// `None` (`loop`, whose flags replace parts of the file): nothing is pinned; the run
+    /// judges by `config`, and each item's check is still the journaled plan's.
+    pub config_source: Option<String>,
+    /// `run --reload-config`: a resumed run pins the live `nightshift.toml` instead of going
+    /// on with the copy it pinned (journaled).
+    pub reload_config: bool,
+    /// How the previous engine of this supervisor died, for a restart (journaled and alerted).
+    pub previous_exit: Option<String>,
+    /// Give checks the network `[check] network` asks for (the pinned copy's), probing the
+    /// machine (`nightshift run`'s engine; `loop` and `demo` leave the host's).
+    pub confine_checks: bool,
 }
 
 /// A `--until` deadline.
@@ -137,7 +149,20 @@ pub fn run(opts: RunOptions, observe: &mut dyn FnMut(&Event)) -> Result<RunSumma
             help: Some("create them, or remove them from [worktree] seed".into()),
         });
     }
-    let store = Store::open(&ws.state_db())?;
+    let store = match Store::open(&ws.state_db()) {
+        Ok(store) => store,
+        Err(StoreError::Tampered(tamper)) => {
+            let alert = crate::notify::Alert::new(
+                crate::notify::AlertKind::Integrity,
+                format!(
+                    "store_tampered: {tamper}; the run does not go on (`nightshift doctor` says more)"
+                ),
+            );
+            crate::notify::raise(&ws, opts.clock.as_ref(), &opts.config.notify, &alert);
+            return Err(StoreError::Tampered(tamper).into());
+        }
+        Err(e) => return Err(e.into()),
+    };
     if let Some(after) = opts.restart_after
         && let crate::store::Since::Halted { run_id, halt } = store.since(after)?
     {
@@ -172,13 +197,25 @@ pub fn run(opts: RunOptions, observe: &mut dyn FnMut(&Event)) -> Result<RunSumma
         ),
         determinism_seeded: std::collections::HashSet::new(),
         trees: std::cell::RefCell::new(std::collections::HashMap::new()),
+        item_checks: std::collections::HashMap::new(),
+        pinned_sha256: String::new(),
+        reported_live: None,
+        verify_store: true,
     };
     // Before anything looks at a worktree: nothing a killed engine left running may still be
     // writing in one, and no lock a killed git left may block it.
     engine.sweep_strays();
     engine.clear_stale_git_locks();
+    engine.verify_store()?;
     let resumed = engine.open_run(&opts.plan, opts.fresh)?;
     let run_id = engine.run()?.id.clone();
+    engine.pin_control_plane(opts.config_source.as_deref(), resumed && opts.reload_config)?;
+    if opts.confine_checks {
+        crate::sandbox::configure_checks(engine.ws.root(), &engine.config);
+    }
+    if let Some(exit) = opts.previous_exit.filter(|_| resumed) {
+        engine.engine_restarted(exit)?;
+    }
     let _ = lock.describe(&format!("{holder}, run {run_id}"));
     engine.reconcile_teardowns()?;
     engine.open_deadline(opts.until)?;
@@ -231,6 +268,16 @@ struct Engine<'o> {
     determinism_seeded: std::collections::HashSet<String>,
     /// Commit → tree ids already looked up (commits are immutable): each costs a git call.
     trees: std::cell::RefCell<std::collections::HashMap<String, String>>,
+    /// Each item's own check as `run_started` journaled it (issue 12: never the store's
+    /// mutable `items.check_command`).
+    item_checks: std::collections::HashMap<String, Option<String>>,
+    /// SHA-256 of the pinned `nightshift.toml`; `config` is its parse.
+    pinned_sha256: String,
+    /// The live file's digest last reported as differing, so a change is reported once.
+    reported_live: Option<String>,
+    /// A session ended since the store was last verified (issue 12): its agent may have
+    /// edited the state database.
+    verify_store: bool,
 }
 
 /// Alerts that must not repeat while their condition lasts.
@@ -447,6 +494,9 @@ impl Engine<'_> {
         (self.observe)(&event);
         // The cached run row (pass, spend, pause) always reflects the journal.
         self.run = self.store.run(&run_id)?;
+        if matches!(event.kind.name(), "session_ended" | "review_ended") {
+            self.verify_store = true;
+        }
         Ok(event)
     }
 
@@ -581,6 +631,7 @@ impl Engine<'_> {
                 })?;
                 return Ok(halt);
             }
+            self.verify_store()?;
             self.reload_gates()?;
             self.operator_pause()?;
             self.wait_pause(true)?;
@@ -620,6 +671,7 @@ impl Engine<'_> {
                 if self.deadline_passed() {
                     return self.deadline_stop();
                 }
+                self.watch_control_plane()?;
                 if let Err(e) = self.start_attempt(item) {
                     self.wait_if_disk_full(e)?;
                 }
@@ -922,6 +974,163 @@ impl Engine<'_> {
             class: crate::gate::Gates::class(gate).as_str().into(),
             detail,
         })?;
+        Ok(())
+    }
+}
+
+impl Engine<'_> {
+    /// Pins what judges the run (issue 12). A new run journals `live` (the text its config was
+    /// parsed from); a resumed run goes on with the copy it pinned (`reload`: pins `live`
+    /// instead, journaled), reporting a live file that differs. A run journaled before pinning
+    /// existed pins `live` now.
+    fn pin_control_plane(&mut self, live: Option<&str>, reload: bool) -> Result<(), EngineError> {
+        let run_id = self.run_id();
+        let Some(live) = live else {
+            self.item_checks = self.journaled_item_checks(&run_id)?;
+            return Ok(());
+        };
+        let path = self.ws.root().join(crate::config::FILE_NAME);
+        let pinned = crate::control_plane::pinned(&self.store, &run_id, &path).map_err(|e| {
+            EngineError::Workspace {
+                what: format!("resume run {run_id}: {}", error_chain(&e)),
+                help: Some(
+                    "the journaled nightshift.toml no longer parses with this nightshift; finish the run with the version that started it, or `nightshift run --fresh`".into(),
+                ),
+            }
+        })?;
+        match pinned {
+            Some(p) if !reload => {
+                self.config = p.config;
+                self.item_checks = p.item_checks;
+                self.pinned_sha256 = p.sha256;
+                self.watch_control_plane()?;
+            }
+            pinned => {
+                if let Some(p) = pinned {
+                    self.item_checks = p.item_checks;
+                } else {
+                    self.item_checks = self.journaled_item_checks(&run_id)?;
+                }
+                let sha256 = crate::control_plane::sha256_hex(live);
+                self.record(EventKind::ControlPlanePinned {
+                    sha256: sha256.clone(),
+                    source: live.to_owned(),
+                    reloaded: reload,
+                })?;
+                self.pinned_sha256 = sha256;
+            }
+        }
+        Ok(())
+    }
+
+    fn journaled_item_checks(
+        &self,
+        run_id: &str,
+    ) -> Result<std::collections::HashMap<String, Option<String>>, EngineError> {
+        let mut checks = std::collections::HashMap::new();
+        for event in self.store.run_events(run_id, &["run_started"])? {
+            if let EventKind::RunStarted { items, .. } = event.kind {
+                checks = items.into_iter().map(|i| (i.id, i.check)).collect();
+            }
+        }
+        Ok(checks)
+    }
+
+    /// Compares the live `nightshift.toml` with the pinned copy (at a resume and at each item's
+    /// start): a difference is journaled (`control_plane_changed`) and alerted once per live
+    /// version; the pinned copy stays in force.
+    fn watch_control_plane(&mut self) -> Result<(), EngineError> {
+        if self.pinned_sha256.is_empty() {
+            return Ok(()); // nothing pinned (`loop`)
+        }
+        let path = self.ws.root().join(crate::config::FILE_NAME);
+        let live = crate::config::read_source(&path);
+        let (live_sha, text) = match &live {
+            Ok(text) => (crate::control_plane::sha256_hex(text), Some(text.as_str())),
+            Err(e) => (format!("unreadable: {}", error_chain(e)), None),
+        };
+        if live_sha == self.pinned_sha256 || self.reported_live.as_deref() == Some(&live_sha) {
+            return Ok(());
+        }
+        self.reported_live = Some(live_sha.clone());
+        let pinned_source = self
+            .store
+            .run_events(&self.run_id(), &["control_plane_pinned"])?
+            .into_iter()
+            .filter_map(|e| match e.kind {
+                EventKind::ControlPlanePinned { source, .. } => Some(source),
+                _ => None,
+            })
+            .next_back()
+            .unwrap_or_default();
+        let detail = match text {
+            Some(text) => crate::control_plane::differences(&pinned_source, text),
+            None => "the live file cannot be read".into(),
+        };
+        let line = format!(
+            "control_plane_changed: {} differs from the copy this run pinned ({detail}); the run goes on with the pinned copy; the change applies to the next run, or now with `nightshift run --reload-config`",
+            crate::config::FILE_NAME
+        );
+        let mut alert = crate::notify::Alert::new(crate::notify::AlertKind::Integrity, line);
+        alert.run_id = Some(self.run_id());
+        crate::notify::raise(&self.ws, self.clock.as_ref(), &self.config.notify, &alert);
+        self.record(EventKind::ControlPlaneChanged {
+            pinned: self.pinned_sha256.clone(),
+            live: live_sha,
+            detail,
+        })?;
+        Ok(())
+    }
+
+    /// Checks the store after a session (and at start): a journal whose chain does not hold
+    /// stops the engine (`store_tampered`, exit 13); state tables that are not the journal's
+    /// fold are rebuilt from it, journaled (`store_repaired`) and alerted, and the run goes on.
+    fn verify_store(&mut self) -> Result<(), EngineError> {
+        if !std::mem::take(&mut self.verify_store) {
+            return Ok(());
+        }
+        if let crate::store::chain::Verdict::Broken(tamper) = self.store.verify_chain()? {
+            let mut alert = crate::notify::Alert::new(
+                crate::notify::AlertKind::Integrity,
+                format!("store_tampered: {tamper}; the run does not go on"),
+            );
+            alert.run_id = self.run.as_ref().map(|r| r.id.clone());
+            crate::notify::raise(&self.ws, self.clock.as_ref(), &self.config.notify, &alert);
+            return Err(StoreError::Tampered(tamper).into());
+        }
+        let Some(detail) = self.store.state_drift()? else {
+            return Ok(());
+        };
+        self.store.rebuild_state()?;
+        let run_id = self.run_id();
+        if self.run.is_some() {
+            self.run = self.store.run(&run_id)?;
+        }
+        let mut alert = crate::notify::Alert::new(
+            crate::notify::AlertKind::Integrity,
+            format!(
+                "store_repaired: the state database was edited outside nightshift ({detail}); rebuilt from the journal, the run goes on"
+            ),
+        );
+        alert.run_id = self.run.as_ref().map(|r| r.id.clone());
+        crate::notify::raise(&self.ws, self.clock.as_ref(), &self.config.notify, &alert);
+        if self.run.is_some() {
+            self.record(EventKind::StoreRepaired { detail })?;
+        }
+        Ok(())
+    }
+
+    /// A supervisor restarted this engine after the previous one died: journaled, and alerted
+    /// when something killed it (an agent that `kill -9`s its engine must not go unseen).
+    fn engine_restarted(&mut self, exit: String) -> Result<(), EngineError> {
+        let line = format!(
+            "engine_restarted: the previous engine of run {} ended ({exit}); the supervisor restarted it and the run resumes",
+            self.run_id()
+        );
+        let mut alert = crate::notify::Alert::new(crate::notify::AlertKind::Integrity, line);
+        alert.run_id = Some(self.run_id());
+        crate::notify::raise(&self.ws, self.clock.as_ref(), &self.config.notify, &alert);
+        self.record(EventKind::EngineRestarted { exit })?;
         Ok(())
     }
 }

@@ -126,12 +126,19 @@ impl Engine<'_> {
             .items(run_id)?
             .into_iter()
             .find(|i| i.id == att.item);
-        let command = item
-            .as_ref()
-            .and_then(|i| i.check_command.clone())
+        // What each check ran is what its `check_started` journaled (issue 12): a receipt never
+        // signs a command from the live config or the store's mutable columns. A journal from
+        // before `check_started` carried it falls back to the run's journaled plan and pinned
+        // control plane.
+        let fallback_command = self
+            .item_checks
+            .get(&att.item)
+            .cloned()
+            .flatten()
             .or_else(|| self.config.check.command.clone())
             .unwrap_or_else(|| "false".into());
-        let timeout_ms = self.config.check.timeout.as_millis() as u64;
+        let fallback_timeout = self.config.check.timeout.as_millis() as u64;
+        let (mut command, mut timeout_ms) = (fallback_command.clone(), fallback_timeout);
 
         let mut iterations: BTreeMap<u32, Iteration> = BTreeMap::new();
         let mut prompt = Vec::new();
@@ -180,6 +187,14 @@ impl Engine<'_> {
                 }
                 EventKind::Committed { commit, .. } => work_commit = Some(commit.clone()),
                 EventKind::MergePrepared { commit, .. } => merged_commit = Some(commit.clone()),
+                EventKind::CheckStarted {
+                    command: started,
+                    timeout_ms: started_timeout,
+                    ..
+                } => {
+                    command = started.clone().unwrap_or_else(|| fallback_command.clone());
+                    timeout_ms = started_timeout.unwrap_or(fallback_timeout);
+                }
                 EventKind::CheckEnded {
                     iteration,
                     stage,

@@ -230,6 +230,15 @@ pub enum EventKind {
         attempt: u32,
         iteration: u32,
         stage: CheckStage,
+        /// The command line that runs (from the pinned control plane; receipts sign this).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        command: Option<String>,
+        /// Its timeout.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        timeout_ms: Option<u64>,
+        /// The names (never the values) of the variables nightshift sets for it.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        env: Vec<String>,
     },
     CheckEnded {
         item: String,
@@ -454,6 +463,31 @@ pub enum EventKind {
         halt_reason: crate::halt::HaltReason,
         exit_code: i32,
     },
+    /// What judges this run (issue 12): the exact `nightshift.toml` text and its SHA-256,
+    /// pinned at run start, or again on `run --reload-config` (`reloaded`). Every later
+    /// decision of the run uses the newest pinned copy, never the live file.
+    ControlPlanePinned {
+        sha256: String,
+        source: String,
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        reloaded: bool,
+    },
+    /// The live `nightshift.toml` differs from the run's pinned copy (seen at a resume or an
+    /// item's start). The pinned copy stays in force; the change applies to the next run.
+    ControlPlaneChanged {
+        /// SHA-256 of the pinned copy, and of the live file (or why it could not be read).
+        pinned: String,
+        live: String,
+        /// What differs (`[check] command, [limits] max_iterations`).
+        detail: String,
+    },
+    /// An engine started by the supervisor after its previous engine died (`exit`: how, e.g.
+    /// `killed by SIGKILL`); the run resumes.
+    EngineRestarted { exit: String },
+    /// The state tables were not the fold of the journal (edited, e.g. an agent's
+    /// `update items set check_command='true'`); they were rebuilt from the journal, whose
+    /// chain holds. `detail` names the first table and row that differed.
+    StoreRepaired { detail: String },
 }
 
 impl EventKind {
@@ -503,6 +537,10 @@ impl EventKind {
             EventKind::OperatorMessage { .. } => "operator_message",
             EventKind::OperatorMessageDelivered { .. } => "operator_message_delivered",
             EventKind::OperatorMessageWritten { .. } => "operator_message_written",
+            EventKind::ControlPlanePinned { .. } => "control_plane_pinned",
+            EventKind::ControlPlaneChanged { .. } => "control_plane_changed",
+            EventKind::EngineRestarted { .. } => "engine_restarted",
+            EventKind::StoreRepaired { .. } => "store_repaired",
         }
     }
 
@@ -547,7 +585,11 @@ impl EventKind {
             | EventKind::RunStopped { .. }
             | EventKind::DeadlineSet { .. }
             | EventKind::GateWarned { .. }
-            | EventKind::RunFinished { .. } => (None, None),
+            | EventKind::RunFinished { .. }
+            | EventKind::ControlPlanePinned { .. }
+            | EventKind::ControlPlaneChanged { .. }
+            | EventKind::EngineRestarted { .. }
+            | EventKind::StoreRepaired { .. } => (None, None),
             EventKind::ItemParked { item, .. }
             | EventKind::ItemEscalated { item, .. }
             | EventKind::ItemAwaitingOperator { item, .. }

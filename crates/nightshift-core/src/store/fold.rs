@@ -38,7 +38,11 @@ pub fn apply(
                 )?;
             }
         }
-        EventKind::RunResumed { .. } => {}
+        EventKind::RunResumed { .. }
+        | EventKind::ControlPlanePinned { .. }
+        | EventKind::ControlPlaneChanged { .. }
+        | EventKind::EngineRestarted { .. }
+        | EventKind::StoreRepaired { .. } => {}
         EventKind::PassStarted { pass, requeued } => {
             tx.execute(
                 "UPDATE runs SET pass = ?2 WHERE id = ?1",

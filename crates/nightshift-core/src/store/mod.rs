@@ -2,6 +2,7 @@
 //! The journal (`events`) and the state it folds into (`runs`, `items`, `attempts`) change
 //! together, one transaction per transition. One writer (the engine); readers open read-only.
 
+pub mod chain;
 mod event;
 mod fold;
 mod lock;
@@ -42,6 +43,9 @@ pub enum StoreError {
         "write the state database {path}: it was deleted or replaced while this engine had it open (it would write on into an unlinked file)"
     )]
     Replaced { path: String },
+    /// The journal's hash chain does not hold (issue 12): a row was edited or removed.
+    #[error("trust the state database: store_tampered: {0}")]
+    Tampered(chain::Tamper),
 }
 
 /// What is wrong with a state database that the next engine start would meet again, so a
@@ -261,6 +265,17 @@ pub struct Store {
     /// that the path still names that file (issue 13: deleted mid-run, the engine wrote on into
     /// an unlinked file). `None` for readers.
     identity: Option<(std::path::PathBuf, (u64, u64))>,
+    /// The journal chain's key (issue 12); `None` where there is none (rows are then written
+    /// without a MAC, and the chain cannot be checked).
+    chain: Option<chain::ChainKey>,
+}
+
+/// The chain key a writer uses: the user's (created on first use); a fixed one in unit tests.
+fn writer_key() -> Option<chain::ChainKey> {
+    if cfg!(test) {
+        return Some(chain::ChainKey::from_bytes([42; 32]));
+    }
+    chain::ChainKey::load_or_create().ok()
 }
 
 /// The (device, inode) of `path`, if it exists.
@@ -270,8 +285,18 @@ fn identity_of(path: &Path) -> Option<(u64, u64)> {
 }
 
 impl Store {
-    /// Opens (creating if needed) the database for writing and migrates it.
+    /// Opens (creating if needed) the database for writing, migrates it, and checks the
+    /// journal's hash chain: a row edited or removed is [`StoreError::Tampered`].
     pub fn open(path: &Path) -> Result<Store, StoreError> {
+        let store = Store::open_unchecked(path, writer_key())?;
+        if let chain::Verdict::Broken(tamper) = store.verify_chain()? {
+            return Err(StoreError::Tampered(tamper));
+        }
+        Ok(store)
+    }
+
+    /// Opens for writing with `key`, sealing rows from before the chain, without checking it.
+    pub fn open_unchecked(path: &Path, key: Option<chain::ChainKey>) -> Result<Store, StoreError> {
         let mut conn = Connection::open(path).map_err(|source| StoreError::Open {
             path: path.display().to_string(),
             source,
@@ -282,7 +307,81 @@ impl Store {
         conn.busy_timeout(std::time::Duration::from_secs(10))?;
         schema::migrate(&mut conn)?;
         let identity = identity_of(path).map(|id| (path.to_owned(), id));
-        Ok(Store { conn, identity })
+        let store = Store {
+            conn,
+            identity,
+            chain: key,
+        };
+        store.seal_legacy()?;
+        Ok(store)
+    }
+
+    /// Seals a journal that has no MAC at all yet (written before schema 6): the rows are
+    /// trusted as they are now, as they were before.
+    fn seal_legacy(&self) -> Result<(), StoreError> {
+        let Some(key) = &self.chain else {
+            return Ok(());
+        };
+        let chained: bool = self.conn.query_row(
+            "SELECT EXISTS (SELECT 1 FROM events WHERE mac IS NOT NULL)",
+            [],
+            |r| r.get(0),
+        )?;
+        if chained {
+            return Ok(());
+        }
+        let tx = self.conn.unchecked_transaction()?;
+        let mut prev = String::new();
+        let rows = chain_rows(&tx)?;
+        for row in rows {
+            prev = chain::mac(key, &prev, &row.as_row());
+            tx.execute(
+                "UPDATE events SET mac = ?1 WHERE seq = ?2",
+                params![prev, row.seq],
+            )?;
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// Checks the journal's hash chain, row by row: the first row whose MAC does not hold
+    /// (edited by hand or by an agent, or after a removed row), or that lost its MAC, is named.
+    pub fn verify_chain(&self) -> Result<chain::Verdict, StoreError> {
+        let Some(key) = self.chain.clone().or_else(chain::ChainKey::load) else {
+            return Ok(chain::Verdict::NoKey);
+        };
+        let rows = chain_rows(&self.conn)?;
+        let mut prev = String::new();
+        let mut chained = false;
+        let count = rows.len();
+        for row in rows {
+            let Some(found) = &row.mac else {
+                if chained {
+                    return Ok(chain::Verdict::Broken(chain::Tamper {
+                        seq: row.seq,
+                        kind: row.kind,
+                        what: "has lost its MAC".into(),
+                    }));
+                }
+                continue;
+            };
+            let expected = chain::mac(&key, &prev, &row.as_row());
+            if *found != expected {
+                let what = if chained {
+                    "does not match its MAC: it, or the entry before it, was edited or removed"
+                } else {
+                    "does not match its MAC: it was edited"
+                };
+                return Ok(chain::Verdict::Broken(chain::Tamper {
+                    seq: row.seq,
+                    kind: row.kind,
+                    what: what.into(),
+                }));
+            }
+            chained = true;
+            prev = expected;
+        }
+        Ok(chain::Verdict::Intact { rows: count })
     }
 
     /// Fails when the file this store was opened on is no longer at its path.
@@ -313,6 +412,7 @@ impl Store {
         Ok(Store {
             conn,
             identity: None,
+            chain: None,
         })
     }
 
@@ -333,6 +433,30 @@ impl Store {
             params![run_id, at, kind.name(), item, attempt, data],
         )?;
         let seq = tx.last_insert_rowid();
+        if let Some(key) = &self.chain {
+            let prev: String = tx.query_row(
+                "SELECT COALESCE((SELECT mac FROM events WHERE seq < ?1 ORDER BY seq DESC LIMIT 1), '')",
+                [seq],
+                |r| r.get(0),
+            )?;
+            let mac = chain::mac(
+                key,
+                &prev,
+                &chain::Row {
+                    seq,
+                    run_id,
+                    at,
+                    kind: kind.name(),
+                    item,
+                    attempt: attempt.map(i64::from),
+                    data: &data,
+                },
+            );
+            tx.execute(
+                "UPDATE events SET mac = ?1 WHERE seq = ?2",
+                params![mac, seq],
+            )?;
+        }
         fold::apply(&tx, run_id, at, &kind)?;
         tx.commit()?;
         // Every journaled kind, whoever records it (the engine, its teardown and receipt hooks,
@@ -659,6 +783,60 @@ impl Store {
         Ok(events)
     }
 
+    /// The first state table that is not the fold of the journal (issue 12: the state tables
+    /// are derived; an edit of them, such as `update items set check_command='true'`, is
+    /// drift), and the first row that differs; `None` when they all are.
+    pub fn state_drift(&self) -> Result<Option<String>, StoreError> {
+        let mut scratch = Connection::open_in_memory()?;
+        schema::migrate(&mut scratch)?;
+        let events = self.events_after(0, usize::MAX >> 1)?;
+        {
+            let tx = scratch.transaction()?;
+            for event in &events {
+                fold::apply(&tx, &event.run_id, &event.at, &event.kind)?;
+            }
+            tx.commit()?;
+        }
+        for (table, order) in STATE_TABLES {
+            let (ours, folded) = (
+                dump(&self.conn, table, order)?,
+                dump(&scratch, table, order)?,
+            );
+            if ours != folded {
+                let row = ours
+                    .iter()
+                    .zip(folded.iter())
+                    .position(|(a, b)| a != b)
+                    .unwrap_or(ours.len().min(folded.len()));
+                return Ok(Some(format!(
+                    "table {table}, row {} of {} (the journal's fold has {})",
+                    row + 1,
+                    ours.len(),
+                    folded.len()
+                )));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Rebuilds the state tables from the journal, in one transaction (after [`state_drift`]:
+    /// the journal, whose chain holds, is the truth).
+    ///
+    /// [`state_drift`]: Store::state_drift
+    pub fn rebuild_state(&mut self) -> Result<(), StoreError> {
+        self.check_identity()?;
+        let events = self.events_after(0, usize::MAX >> 1)?;
+        let tx = self.conn.transaction()?;
+        for (table, _) in STATE_TABLES {
+            tx.execute(&format!("DELETE FROM {table}"), [])?;
+        }
+        for event in &events {
+            fold::apply(&tx, &event.run_id, &event.at, &event.kind)?;
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
     /// Rebuilds the state tables from the journal in a scratch in-memory database and returns
     /// whether they equal the stored ones. A consistency proof for tests and `doctor`.
     pub fn refold_matches(&self) -> Result<bool, StoreError> {
@@ -685,6 +863,59 @@ impl Store {
         Ok(true)
     }
 }
+
+/// A journal row with its MAC, as the chain reads it.
+struct ChainRow {
+    seq: i64,
+    run_id: String,
+    at: String,
+    kind: String,
+    item: Option<String>,
+    attempt: Option<i64>,
+    data: String,
+    mac: Option<String>,
+}
+
+impl ChainRow {
+    fn as_row(&self) -> chain::Row<'_> {
+        chain::Row {
+            seq: self.seq,
+            run_id: &self.run_id,
+            at: &self.at,
+            kind: &self.kind,
+            item: self.item.as_deref(),
+            attempt: self.attempt,
+            data: &self.data,
+        }
+    }
+}
+
+fn chain_rows(conn: &Connection) -> Result<Vec<ChainRow>, StoreError> {
+    let mut stmt = conn.prepare(
+        "SELECT seq, run_id, at, kind, item, attempt, data, mac FROM events ORDER BY seq",
+    )?;
+    let rows = stmt.query_map([], |r| {
+        Ok(ChainRow {
+            seq: r.get(0)?,
+            run_id: r.get(1)?,
+            at: r.get(2)?,
+            kind: r.get(3)?,
+            item: r.get(4)?,
+            attempt: r.get(5)?,
+            data: r.get(6)?,
+            mac: r.get(7)?,
+        })
+    })?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
+
+/// The tables folded from the journal, and the order they are compared in.
+const STATE_TABLES: [(&str, &str); 4] = [
+    ("runs", "id"),
+    ("items", "run_id, id"),
+    ("attempts", "run_id, item, attempt"),
+    ("debts", "item, attempt"),
+];
 
 const RUN_COLUMNS: &str = "id, started_at, finished_at, target, base, max_iterations, max_attempts, state, halt_reason, exit_code, pass, spent_tokens, spent_turns, spent_usd, paused_until, pause_reason";
 

@@ -3,7 +3,7 @@
 use rusqlite::Connection;
 
 /// The schema version this binary writes. An older binary refuses a newer database.
-pub const VERSION: i64 = 5;
+pub const VERSION: i64 = 6;
 
 const V1: &str = r#"
 CREATE TABLE events (
@@ -117,6 +117,13 @@ CREATE TABLE debts (
 );
 "#;
 
+/// Version 6: the journal's hash chain (issue 12): each row's HMAC over the previous row's
+/// and its own (see `chain.rs`). Rows from before stay NULL until a writer with the key seals
+/// them.
+const V6: &str = r#"
+ALTER TABLE events ADD COLUMN mac TEXT;
+"#;
+
 /// Errors from bringing a database to this binary's schema.
 #[derive(Debug, thiserror::Error)]
 pub enum MigrateError {
@@ -162,6 +169,12 @@ pub fn migrate(conn: &mut Connection) -> Result<(), MigrateError> {
         let tx = conn.transaction()?;
         tx.execute_batch(V5)?;
         tx.pragma_update(None, "user_version", 5)?;
+        tx.commit()?;
+    }
+    if found < 6 {
+        let tx = conn.transaction()?;
+        tx.execute_batch(V6)?;
+        tx.pragma_update(None, "user_version", 6)?;
         tx.commit()?;
     }
     Ok(())

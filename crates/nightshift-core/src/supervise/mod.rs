@@ -64,7 +64,12 @@ pub enum Start {
     /// A restart after a death. `journal_from` is the journal position before the first start:
     /// the restarted engine resumes the run opened since, and if that run has halted it exits
     /// with the halt instead of starting a new run (issue 13).
-    Restart { journal_from: i64 },
+    Restart {
+        journal_from: i64,
+        /// How the previous engine ended (the restarted engine journals it: an agent that
+        /// kills its engine does not go unseen).
+        previous: EngineExit,
+    },
 }
 
 /// Errors that stop the supervisor itself.
@@ -139,7 +144,13 @@ pub fn run(mut opts: Options, note: &mut dyn FnMut(&str)) -> Result<Ended, Super
     let mut stop_requested = false;
     loop {
         let mut cmd = (opts.engine)(start);
-        start = Start::Restart { journal_from };
+        // The engine gets a process group of its own (issue 12): what kills its group (an
+        // agent's `kill -9 -PGID`) does not kill the supervisor, which restarts it. Signals
+        // for the run (a terminal's ^C reaches the supervisor's group) are forwarded below.
+        {
+            use std::os::unix::process::CommandExt;
+            cmd.process_group(0);
+        }
         restarts.started(clock.mono());
         let mut child = cmd.spawn().map_err(SuperviseError::Spawn)?;
         let pid = nix::unistd::Pid::from_raw(i32::try_from(child.id()).unwrap_or(i32::MAX));
@@ -165,6 +176,10 @@ pub fn run(mut opts: Options, note: &mut dyn FnMut(&str)) -> Result<Ended, Super
             std::thread::sleep(POLL);
         };
         let exit = EngineExit::from_status(status);
+        start = Start::Restart {
+            journal_from,
+            previous: exit,
+        };
         beat.facts.engine_pid = None;
         beat.facts.last_engine_exit = Some(exit.to_string());
         match restarts.decide(exit, stop_requested, clock.mono()) {

@@ -90,7 +90,7 @@ pub fn run(args: &DemoArgs) -> CommandResult {
     outln!("nightshift demo: a shell project with five open items, worked by a scripted agent");
     outln!("repository: {}\n", repo.display());
     let ws = Workspace::new(&repo);
-    let config = config::load(&repo.join(config::FILE_NAME))?;
+    let (config, source) = config::load_with_source(&repo.join(config::FILE_NAME))?;
     let plan = plan::load(&config, &repo)?;
     let mut progress = render::Progress::default();
     let mut observe = |event: &nightshift_core::store::Event| {
@@ -108,6 +108,10 @@ pub fn run(args: &DemoArgs) -> CommandResult {
             loop_mode: false,
             until: None,
             restart_after: None,
+            config_source: Some(source),
+            reload_config: false,
+            previous_exit: None,
+            confine_checks: false,
         },
         &mut observe,
     )?;

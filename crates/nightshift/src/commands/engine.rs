@@ -19,9 +19,8 @@ pub fn run(args: &EngineArgs) -> CommandResult {
     failpoint::hit(START_FAILPOINT);
     let ws = super::workspace(&args.repo)?;
     // Everything that can be wrong with the input is found before anything is written.
-    let config = config::load(&ws.root().join(config::FILE_NAME))?;
+    let (config, source) = config::load_with_source(&ws.root().join(config::FILE_NAME))?;
     let plan = plan::load(&config, ws.root())?;
-    nightshift_core::sandbox::configure_checks(ws.root(), &config);
     let clock = super::testclock::clock();
     let until = super::run::parse_until(args.until.as_deref(), clock.as_ref())?.map(|mut u| {
         if let Some(given) = &args.until_given {
@@ -54,6 +53,11 @@ pub fn run(args: &EngineArgs) -> CommandResult {
             loop_mode: false,
             until,
             restart_after: args.restart_after,
+            config_source: Some(source),
+            reload_config: args.reload_config,
+            previous_exit: args.previous_exit.clone(),
+            // Checks get `[check] network` from the copy the run pinned.
+            confine_checks: true,
         },
         &mut observe,
     )?;

@@ -96,6 +96,10 @@ pub fn run(args: &LoopArgs) -> CommandResult {
             loop_mode: true,
             until: None,
             restart_after: None,
+            config_source: None,
+            reload_config: false,
+            previous_exit: None,
+            confine_checks: false,
         },
         &mut observe,
     )?;

@@ -53,7 +53,7 @@ pub fn run(args: &RunArgs) -> CommandResult {
     super::doctor::gate_run(&ws, &config)?;
     let until_arg = until.map(|u| (u.at.to_string(), u.given));
     let root = ws.root().to_owned();
-    let (json, fresh) = (args.json, args.fresh);
+    let (json, fresh, reload_config) = (args.json, args.fresh, args.reload_config);
     let engine = Box::new(move |start: supervise::Start| {
         let first = start == supervise::Start::First;
         let mut cmd = Command::new(&exe);
@@ -69,8 +69,16 @@ pub fn run(args: &RunArgs) -> CommandResult {
         if first && let Some((at, given)) = &until_arg {
             cmd.arg("--until").arg(at).arg("--until-given").arg(given);
         }
-        if let supervise::Start::Restart { journal_from } = start {
+        if first && reload_config {
+            cmd.arg("--reload-config");
+        }
+        if let supervise::Start::Restart {
+            journal_from,
+            previous,
+        } = start
+        {
             cmd.arg("--restart-after").arg(journal_from.to_string());
+            cmd.arg("--previous-exit").arg(previous.to_string());
         }
         cmd
     });
@@ -139,6 +147,9 @@ fn detach(ws: &Workspace, exe: &Path, args: &RunArgs) -> CommandResult {
     }
     if args.fresh {
         cmd.arg("--fresh");
+    }
+    if args.reload_config {
+        cmd.arg("--reload-config");
     }
     if let Some(until) = &args.until {
         cmd.arg("--until").arg(until);

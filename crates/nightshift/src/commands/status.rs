@@ -19,6 +19,11 @@ pub fn run(args: &StatusArgs) -> CommandResult {
     let clock = super::testclock::clock();
     let (run, items, debts, life) = match super::read_store(&ws)? {
         Some(store) => {
+            // A journal whose chain does not hold is said first (issue 12): nothing below can
+            // be trusted.
+            if let nightshift_core::store::chain::Verdict::Broken(t) = store.verify_chain()? {
+                eoutln!("warning: store_tampered: {t}; `nightshift doctor` says what to do");
+            }
             let debts = store.debts()?;
             match store.latest_run()? {
                 Some(run) => {

@@ -12,6 +12,7 @@ use crate::harness::*;
 /// Every point the engine passes while shipping, failing and parking items.
 const POINTS: &[&str] = &[
     "run_started",
+    "control_plane_pinned",
     "attempt_started",
     "worktree_ready",
     "baseline_checked",

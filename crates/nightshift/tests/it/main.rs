@@ -22,6 +22,7 @@ mod integrate;
 mod lifecycle;
 mod lock;
 mod notify;
+mod pin;
 mod pipeline;
 mod probe;
 mod reading;
