@@ -940,7 +940,7 @@ impl Ctx<'_> {
             Some(c) if c.get_ref().first().is_none_or(|p| p.trim().is_empty()) => {
                 return Err(self
                     .error(c.span(), "`pr_command` in [integrate] is empty")
-                    .with_help("an argv such as [\"gh\", \"pr\", \"create\", \"--head\", \"{branch}\"]; placeholders: {item}, {commit}, {target}, {remote}, {branch}")
+                    .with_help("an argv such as [\"gh\", \"pr\", \"create\", \"--head\", \"{branch}\"]; placeholders: {item}, {commit}, {target}, {remote}, {branch}, {body_file}")
                     .into());
             }
             Some(c) if !push => {

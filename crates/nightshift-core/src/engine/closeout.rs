@@ -86,6 +86,13 @@ impl Engine<'_> {
         if template.is_empty() {
             return;
         }
+        // The item's section of the morning report, as the PR body: `{body_file}` and
+        // NIGHTSHIFT_PR_BODY_FILE name it (an empty file when the report cannot be built).
+        let body_file = self.pr_body_file(item);
+        let body_path = body_file
+            .as_ref()
+            .map(|p| p.display().to_string())
+            .unwrap_or_default();
         let argv: Vec<String> = template
             .iter()
             .map(|a| {
@@ -94,10 +101,12 @@ impl Engine<'_> {
                     .replace("{target}", target)
                     .replace("{remote}", remote)
                     .replace("{branch}", target)
+                    .replace("{body_file}", &body_path)
             })
             .collect();
         let ok = std::process::Command::new(&argv[0])
             .args(&argv[1..])
+            .env("NIGHTSHIFT_PR_BODY_FILE", &body_path)
             .current_dir(self.ws.root())
             .stdin(std::process::Stdio::null())
             .output()
@@ -109,6 +118,42 @@ impl Engine<'_> {
                 self.clock.as_ref(),
                 &format!("{item}: pr_command failed: {}", argv.join(" ")),
             );
+        }
+    }
+
+    /// Writes the item's PR body to `.nightshift/pr/<run>/<item>.md`; `None` when it cannot be
+    /// written (the command then gets an empty path, and ATTENTION says why).
+    fn pr_body_file(&self, item: &str) -> Option<std::path::PathBuf> {
+        use crate::report::morning;
+        let run = self.run.as_ref()?;
+        let body = morning::receipts::load(&self.ws, &run.id, None)
+            .ok()
+            .and_then(|receipts| {
+                let caps = morning::Caps {
+                    run_tokens: self.config.budget.run_tokens,
+                    run_usd: self.config.budget.run_usd,
+                };
+                morning::build(&self.store, run, &receipts, caps).ok()
+            })
+            .and_then(|report| morning::pr_body(&report, item))
+            .unwrap_or_else(|| {
+                format!("## nightshift: `{item}`\n\n(the run's report could not be built; `nightshift report` says why)\n")
+            });
+        let dir = self.ws.dir().join("pr").join(&run.id);
+        let path = dir.join(format!("{item}.md"));
+        match std::fs::create_dir_all(&dir).and_then(|()| std::fs::write(&path, body)) {
+            Ok(()) => Some(path),
+            Err(e) => {
+                notify::attention(
+                    &self.ws,
+                    self.clock.as_ref(),
+                    &format!(
+                        "{item}: could not write the PR body {}: {e}",
+                        path.display()
+                    ),
+                );
+                None
+            }
         }
     }
 }

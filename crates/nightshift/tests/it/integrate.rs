@@ -698,3 +698,58 @@ fn worktree_env_reaches_every_session_and_check_of_an_attempt() {
         "the agent saw {seen:?}"
     );
 }
+
+/// `[integrate] pr_command` gets the item's section of the morning report as the PR body:
+/// `{body_file}` and NIGHTSHIFT_PR_BODY_FILE name it; it carries the verdict, the check on the
+/// merged result, the receipt's digest (the receipt file's SHA-256) and the replay command.
+#[test]
+fn pr_command_gets_the_items_report_section_as_its_body() {
+    let repo = Repo::new(&project());
+    let (_remote, _closed) = with_remote(&repo);
+    repo.agent("a", &solves("a"));
+    let bodies = repo.agent_dir.join("bodies");
+    std::fs::create_dir_all(&bodies).unwrap();
+    let config = plan(&repo, &["a"], 1, 1)
+        + &format!(
+            "\n[integrate]\npush = true\npr_command = [\"sh\", \"-c\", \"cp \\\"$NIGHTSHIFT_PR_BODY_FILE\\\" {dir}/{{item}}.env.md && cp {{body_file}} {dir}/{{item}}.arg.md\"]\n",
+            dir = bodies.display()
+        );
+    repo.configure(&config);
+    let out = repo.run(&["run"]);
+    assert_eq!(out.status.code(), Some(10), "{}", text(&out));
+    let body = std::fs::read_to_string(bodies.join("a.env.md")).unwrap();
+    assert_eq!(
+        body,
+        std::fs::read_to_string(bodies.join("a.arg.md")).unwrap(),
+        "the placeholder and the variable name the same file"
+    );
+    assert!(body.contains("## nightshift: `a`"), "{body}");
+    assert!(body.contains("- **verdict**: shipped"), "{body}");
+    assert!(
+        body.contains("- **check**: green on the merged result"),
+        "{body}"
+    );
+    // The digest is the receipt file's, and the replay command names it.
+    let v: serde_json::Value =
+        serde_json::from_slice(&repo.run(&["report", "--json"]).stdout).unwrap();
+    let receipt = &v["report"]["items"][0]["attempts"][0]["receipt"];
+    let path = repo.root.join(receipt["path"].as_str().unwrap());
+    let digest = nightshift_core::report::morning::digest(&std::fs::read(&path).unwrap());
+    assert!(
+        body.contains(&format!(
+            "sha256 `{digest}`, signature valid, verdict {}",
+            receipt["verdict"].as_str().unwrap()
+        )),
+        "{digest}\n{body}"
+    );
+    assert!(
+        body.contains(&format!("`{}`", receipt["replay"].as_str().unwrap())),
+        "{body}"
+    );
+    let headline = match v["report"]["headline"]["kind"].as_str().unwrap() {
+        "verified" => "VERIFIED",
+        "verified_with_gaps" => "VERIFIED WITH GAPS",
+        _ => "NOT VERIFIED",
+    };
+    assert!(body.contains(&format!("**{headline}**")), "{body}");
+}

@@ -18,7 +18,9 @@
 //!    receipt says `unverified` (facts missing from it, listed).
 //! 3. **verified** — otherwise.
 
+mod pr;
 pub mod receipts;
+pub use pr::pr_body;
 
 use std::collections::BTreeMap;
 
