@@ -72,6 +72,9 @@ pub enum HaltReason {
     BlockedPathModified,
     /// A receipt's verdict could not be reproduced, or its signature does not hold.
     ObjectiveUnverified,
+    /// An agent session changed what lies outside its checkout: the user's checkout, refs,
+    /// `.git/config`, `.git/info/` or hooks.
+    ControlPlaneTampered,
     /// The check gave different verdicts on the same tree.
     CheckFlaky,
     /// Repeated checks of one commit fell below the determinism target.
@@ -164,6 +167,11 @@ pub const TABLE: &[(HaltReason, &str, ExitClass)] = &[
     (
         HaltReason::ObjectiveUnverified,
         "objective_unverified",
+        ExitClass::Integrity,
+    ),
+    (
+        HaltReason::ControlPlaneTampered,
+        "control_plane_tampered",
         ExitClass::Integrity,
     ),
     (

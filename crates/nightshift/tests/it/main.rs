@@ -33,5 +33,6 @@ mod review;
 mod sandbox;
 mod sessions;
 mod supervise;
+mod tamper;
 mod tell;
 mod tui;
