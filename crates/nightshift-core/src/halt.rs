@@ -75,6 +75,9 @@ pub enum HaltReason {
     /// The journal's hash chain does not hold: a row of `.nightshift/state.db` was edited or
     /// removed outside nightshift (issue 12).
     StoreTampered,
+    /// An agent session changed what lies outside its checkout: the user's checkout, refs,
+    /// `.git/config`, `.git/info/` or hooks.
+    ControlPlaneTampered,
     /// The check gave different verdicts on the same tree.
     CheckFlaky,
     /// Repeated checks of one commit fell below the determinism target.
@@ -172,6 +175,8 @@ pub const TABLE: &[(HaltReason, &str, ExitClass)] = &[
     (
         HaltReason::StoreTampered,
         "store_tampered",
+        HaltReason::ControlPlaneTampered,
+        "control_plane_tampered",
         ExitClass::Integrity,
     ),
     (

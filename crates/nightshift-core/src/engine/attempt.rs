@@ -73,7 +73,7 @@ impl Engine<'_> {
         let max_iterations = self.run()?.max_iterations;
         let needs_tree = !matches!(
             att.phase.as_str(),
-            "preparing" | "integrating" | "merge_green"
+            "preparing" | "integrating" | "merge_green" | "tampered"
         );
         if needs_tree && !Path::new(&att.worktree).join(".git").exists() {
             // Removed from under us (by hand, or a disk cleaner): the work that reached git is
@@ -100,6 +100,8 @@ impl Engine<'_> {
             "committed" | "checking" => self.run_check(item, att, CheckStage::Work),
             // A guard failed: the oracle was weakened or a blocked path changed. The item
             // ends here, its attempt preserved; nothing of it reaches the target.
+            // The session changed what lies outside its checkout (engine/tamper.rs).
+            "tampered" => self.end_tampered(att),
             "violated" => {
                 let guards = self.last_guards(att)?;
                 let (halt, reason) = super::verdict::violation(&guards).unwrap_or((
@@ -200,27 +202,20 @@ impl Engine<'_> {
         // worktree from a crash is ours and empty of work, and is rebuilt.
         // Leftovers of an interrupted `git worktree add`: the directory, or git's (possibly
         // locked) admin entry without it. `remove -f -f` clears both; only paid when present.
+        // The checkout is a detached clone (git/clone.rs): a half-made one is deleted and made
+        // again; a worktree's admin entry of the same name (an older nightshift) is cleared.
         let admin = path
             .file_name()
             .map(|name| self.common_dir.join("worktrees").join(name));
-        if path.exists() || admin.is_some_and(|a| a.exists()) {
+        if admin.is_some_and(|a| a.exists()) {
             let _ = self.git.worktree_remove(&path);
-            if path.exists() && self.ws.owns_worktree_path(&path) {
-                std::fs::remove_dir_all(&path).map_err(io_err(&path))?;
-            }
             self.git.worktree_prune()?;
         }
-        let reason = format!("nightshift run {}", self.run_id());
-        if self
-            .git
-            .worktree_add(&path, &att.branch, &att.base, &reason)
-            .is_err()
-        {
-            // A stale admin entry from an interrupted add or removal: prune it, try once more.
-            self.git.worktree_prune()?;
-            self.git
-                .worktree_add(&path, &att.branch, &att.base, &reason)?;
+        if path.exists() && self.ws.owns_worktree_path(&path) {
+            std::fs::remove_dir_all(&path).map_err(io_err(&path))?;
         }
+        self.git
+            .clone_add(&self.common_dir, &path, &att.branch, &att.base)?;
         // The gitignored files the agent needs; a seed that does not land fails this attempt
         // (loudly, with the seed named), never a silent session without its config.
         if let Err(why) = crate::git::seed_worktree(self.ws.root(), &path, &self.config.seed) {
@@ -263,7 +258,7 @@ impl Engine<'_> {
         let max_iterations = self.run()?.max_iterations;
         let check_command = self.check_command(item);
         let conflict =
-            if att.conflict_repairs > 0 && self.git.at(&att.worktree).merge_in_progress()? {
+            if att.conflict_repairs > 0 && self.checkout(&att.worktree).merge_in_progress()? {
                 let onto = att.onto.clone().unwrap_or_default();
                 Some(prompt::ConflictNote {
                     paths: att.conflict_paths.clone().unwrap_or_default(),
@@ -375,6 +370,7 @@ impl Engine<'_> {
             known: known_session.clone(),
             resumed_from,
         });
+        let watched = self.watch_control_plane(att)?;
         let end = self.supervise_session(spec, &agent, budget, &att.item, att.attempt, track)?;
         if end.outcome == Outcome::SpawnFailed {
             // Every item would fail the same way: halt resumable instead of draining the queue.
@@ -416,6 +412,8 @@ impl Engine<'_> {
             reasoning: t.usage.reasoning,
         });
         let agent_session = end.agent_session.clone().or(passed_session);
+        // Compared (and put back) before anything else runs git, nightshift's commit included.
+        let tampered = self.tampering(att, &watched)?;
         self.record(EventKind::SessionEnded {
             item: att.item.clone(),
             attempt: att.attempt,
@@ -428,6 +426,9 @@ impl Engine<'_> {
             fault: end.fault.clone(),
             agent_session,
         })?;
+        if let Some(found) = tampered {
+            return self.record_tampering(att, iteration, found);
+        }
         self.after_session(att, iteration, &end)
     }
 
@@ -740,7 +741,7 @@ impl Engine<'_> {
         if stage == CheckStage::Merged {
             // The oracle judges exactly the tree that would land on the target.
             let merged = att.merged.as_deref().unwrap_or_default();
-            self.git.at(&worktree).checkout_detached(merged)?;
+            self.checkout(&worktree).checkout_detached(merged)?;
         }
         let logs = self.ws.logs(&self.run_id());
         std::fs::create_dir_all(&logs).map_err(io_err(&logs))?;
@@ -769,7 +770,7 @@ impl Engine<'_> {
             CheckStage::Work => self.protected_paths(att)?,
             CheckStage::Merged => Vec::new(),
         };
-        let wt = self.git.at(&worktree);
+        let wt = self.checkout(&worktree);
         wt.restore_paths(&super::verdict::guard_base(att), &protected)?;
         self.clear_results_file(&worktree);
         let result = check::run(
@@ -853,7 +854,7 @@ impl Engine<'_> {
     }
 
     fn commit(&mut self, item: &ItemRow, att: &AttemptRow) -> Result<(), EngineError> {
-        let wt = self.git.at(&att.worktree);
+        let wt = self.checkout(&att.worktree);
         if att.conflict_repairs > 0 && wt.merge_in_progress()? {
             // A conflict repair: committing concludes the merge, unless markers remain.
             let paths: Vec<&str> = att
@@ -911,6 +912,15 @@ impl Engine<'_> {
             );
         }
         let (head, descends) = wt.head_descending_from(&att.base)?;
+        if descends && wt.pristine().is_some() {
+            // The work into the user's repository (nightshift's ref; the agent never wrote it).
+            self.git.fetch_from_clone(
+                &self.common_dir,
+                Path::new(&att.worktree),
+                "HEAD",
+                &format!("refs/heads/{}", att.branch),
+            )?;
+        }
         if !descends {
             // Only work built on the base can be squashed onto the target: a candidate that
             // rewrote history below it would silently revert the target.
@@ -937,7 +947,7 @@ impl Engine<'_> {
         item: &ItemRow,
         att: &AttemptRow,
     ) -> Result<(), EngineError> {
-        let wt = self.git.at(&att.worktree);
+        let wt = self.checkout(&att.worktree);
         if !wt.merge_in_progress()? {
             let onto = att.onto.clone().unwrap_or_default();
             wt.merge_no_commit(
@@ -1115,6 +1125,17 @@ impl Engine<'_> {
                             blocking.iter().take(5).map(String::as_str).collect();
                         if blocking.len() > 5 {
                             named.push("…");
+                        }
+                        // An agent's edit there is not the user's work: never advise committing it.
+                        let planted = self.tampered_paths(&blocking)?;
+                        if !planted.is_empty() {
+                            return self.wait_for_checkout(format!(
+                                "the target `{target}` is checked out at {} with uncommitted changes to {} that an agent session made (control_plane_tampered): they are unreviewed, never commit them; inspect and discard them (`git restore -- {}`) and the item `{}` integrates",
+                                w.path.display(),
+                                planted.join(", "),
+                                planted.join(" "),
+                                att.item
+                            ));
                         }
                         return self.wait_for_checkout(format!(
                             "the target `{target}` is checked out at {} with uncommitted changes to {} that `{}` also changes; commit or stash them and the item integrates",

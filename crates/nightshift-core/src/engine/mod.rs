@@ -13,6 +13,7 @@ mod prompt;
 mod receipt;
 mod review;
 mod space;
+mod tamper;
 mod teardown;
 mod triage;
 pub(crate) mod verdict;

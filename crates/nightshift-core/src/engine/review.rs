@@ -204,6 +204,8 @@ impl Engine<'_> {
                 .display()
                 .to_string(),
         })?;
+        // A reviewer is an agent too: what it changes outside the checkout is tampering.
+        let watched = self.watch_control_plane(att)?;
         let ended = self.review_session(ReviewRun {
             agent: &agent,
             item: &att.item,
@@ -214,6 +216,10 @@ impl Engine<'_> {
             env,
             budget,
         })?;
+        let tampered = self.tampering(att, &watched)?;
+        if let Some(found) = tampered {
+            return self.record_tampering(att, att.iteration, found);
+        }
         if ended.end.outcome == Outcome::Stopped {
             return Ok(()); // an operator stop: the review runs again when the run resumes
         }
@@ -473,7 +479,7 @@ impl Engine<'_> {
         v: &Verdict,
         cycles_left: bool,
     ) -> Result<(), EngineError> {
-        let wt = self.git.at(&att.worktree);
+        let wt = self.checkout(&att.worktree);
         let dirty = !wt.run(&["status", "--porcelain"])?.trim().is_empty();
         // The phase only reaches a review after the check was green on the candidate, and the
         // candidate is what ships (it is committed before the check).

@@ -7,6 +7,9 @@ use super::{Engine, EngineError};
 use crate::halt::HaltReason;
 use crate::store::{AttemptRow, EventKind};
 
+/// The clone's ref a preserve snapshot is fetched from.
+const KEPT_IN_CLONE: &str = "refs/nightshift/kept";
+
 impl Engine<'_> {
     /// Ends an attempt without shipping: preserve its work, record the verdict, tear down.
     pub(super) fn fail(&mut self, att: &AttemptRow, reason: String) -> Result<(), EngineError> {
@@ -168,9 +171,15 @@ impl Engine<'_> {
                 .ws
                 .dir()
                 .join(format!("snapshot-{}-{}.index", att.item, att.attempt));
-            self.git
-                .at(&path)
-                .snapshot(&message, branch_tip.as_deref(), &scratch)?
+            let checkout = self.checkout(&path);
+            let commit = checkout.snapshot(&message, branch_tip.as_deref(), &scratch)?;
+            if checkout.pristine().is_some() {
+                // Made in the clone's object store: fetched into the user's, as the ref.
+                checkout.set_ref(KEPT_IN_CLONE, &commit)?;
+                self.git
+                    .fetch_from_clone(&self.common_dir, &path, KEPT_IN_CLONE, &ref_name)?;
+            }
+            commit
         } else if let Some(tip) = branch_tip {
             tip
         } else {
@@ -336,6 +345,11 @@ impl Engine<'_> {
     /// and prune. Git may drop its admin entry even when deleting the files fails (seed 003),
     /// so the fallback never depends on git still knowing the worktree.
     fn remove_worktree(&self, path: &Path) -> Result<(), String> {
+        if crate::git::is_clone(&self.common_dir, path) && self.ws.owns_worktree_path(path) {
+            // A clone is only files: nothing of it is in the user's repository.
+            return std::fs::remove_dir_all(path)
+                .map_err(|e| format!("remove the attempt's clone {}: {e}", path.display()));
+        }
         let git_result = self.git.worktree_remove(path);
         if git_result.is_ok() && !path.exists() {
             return Ok(());

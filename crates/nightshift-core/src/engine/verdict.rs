@@ -154,7 +154,7 @@ impl Engine<'_> {
         // litter and edits to tracked files go (ignored files, such as build caches, stay).
         let results = self.read_results(&worktree, &log);
         self.clear_results_file(&worktree);
-        self.git.at(&worktree).discard_changes()?;
+        self.checkout(&worktree).discard_changes()?;
         if run.end.outcome == crate::session::Outcome::Stopped {
             // Not a verdict: the baseline runs again when the run resumes.
             return Ok(true);
@@ -253,7 +253,7 @@ impl Engine<'_> {
             return Ok(Vec::new());
         }
         let tests = self.test_paths();
-        let wt = self.git.at(&att.worktree);
+        let wt = self.checkout(&att.worktree);
         let from = guard_base(att);
         let mut paths = Vec::new();
         for (path, _deleted) in wt.changed_paths(&from, "HEAD")? {
@@ -284,7 +284,7 @@ impl Engine<'_> {
         let tree = self.tree_of(&from)?;
         let base = self.cached_baseline(item, &tree).flatten();
         Ok(evaluate(
-            &self.git.at(&att.worktree),
+            &self.checkout(&att.worktree),
             &self.config,
             &from,
             "HEAD",

@@ -41,6 +41,8 @@ pub enum GitError {
 pub struct Git {
     dir: PathBuf,
     timeout: Duration,
+    /// Set for an attempt clone: its git directory, put back before every call.
+    pristine: Option<super::clone::Pristine>,
 }
 
 /// What a git call printed, and how it exited.
@@ -57,6 +59,7 @@ impl Git {
         Git {
             dir: dir.into(),
             timeout: DEFAULT_TIMEOUT,
+            pristine: None,
         }
     }
 
@@ -70,7 +73,19 @@ impl Git {
         Git {
             dir: dir.into(),
             timeout: self.timeout,
+            pristine: None,
         }
+    }
+
+    /// This git, putting `pristine` back before every call (an attempt clone).
+    pub(crate) fn with_pristine(mut self, pristine: super::clone::Pristine) -> Git {
+        self.pristine = Some(pristine);
+        self
+    }
+
+    /// What this git puts back before every call, if it works in an attempt clone.
+    pub(crate) fn pristine(&self) -> Option<&super::clone::Pristine> {
+        self.pristine.as_ref()
     }
 
     /// Pushes `refspec` to `remote` (never forced). The remote's own hooks run (nightshift's
@@ -78,7 +93,15 @@ impl Git {
     /// receive-pack); the local pre-push hook does not (`--no-verify`).
     pub fn push(&self, remote: &str, refspec: &str) -> Result<(), GitError> {
         let mut cmd = self.bare_command();
-        cmd.args(["push", "--no-verify", "--porcelain", remote, refspec]);
+        cmd.args([
+            "-c",
+            "core.fsmonitor=false",
+            "push",
+            "--no-verify",
+            "--porcelain",
+            remote,
+            refspec,
+        ]);
         let out = cmd.output().map_err(|source| GitError::Spawn {
             args: format!("push {remote} {refspec}"),
             dir: self.dir.clone(),
@@ -122,14 +145,21 @@ impl Git {
         cmd
     }
 
-    /// git for nightshift's own work: hooks off, no background maintenance forked mid-run (it
-    /// costs time per commit and may repack under a live worktree), and no signing prompt
-    /// (unattended, it would fail every commit of the night).
+    /// git for nightshift's own work — the one hardened git every call nightshift makes in the
+    /// user's repository and its attempts goes through: hooks off, no file-system monitor (a
+    /// `core.fsmonitor` program an agent planted would run on every status, add and diff), no
+    /// background maintenance forked mid-run (it costs time per commit and may repack under a
+    /// live worktree), and no signing prompt (unattended, it would fail every commit of the night). What an agent
+    /// can still plant in the shared configuration (a clean filter, an `include.path`) is found
+    /// by the after-session comparison ([`super::tamper`]) and put back before nightshift's
+    /// next git call.
     fn command<S: AsRef<OsStr>>(&self, args: &[S]) -> Command {
         let mut cmd = self.bare_command();
         cmd.args([
             "-c",
             "core.hooksPath=/dev/null",
+            "-c",
+            "core.fsmonitor=false",
             "-c",
             "advice.detachedHead=false",
             "-c",
@@ -161,6 +191,19 @@ impl Git {
         env: &[(&str, &OsStr)],
         input: Option<&[u8]>,
     ) -> Result<Output, GitError> {
+        let display = || {
+            args.iter()
+                .map(|a| a.as_ref().to_string_lossy().into_owned())
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
+        if let Some(pristine) = &self.pristine {
+            pristine.restore().map_err(|source| GitError::Spawn {
+                args: display(),
+                dir: self.dir.clone(),
+                source,
+            })?;
+        }
         let mut cmd = self.command(args);
         for (k, v) in env {
             cmd.env(k, v);
@@ -168,12 +211,6 @@ impl Git {
         if input.is_some() {
             cmd.stdin(Stdio::piped());
         }
-        let display = || {
-            args.iter()
-                .map(|a| a.as_ref().to_string_lossy().into_owned())
-                .collect::<Vec<_>>()
-                .join(" ")
-        };
         let mut child = cmd.spawn().map_err(|source| GitError::Spawn {
             args: display(),
             dir: self.dir.clone(),

@@ -1,13 +1,17 @@
 //! The git CLI wrapper (never a library): `LC_ALL=C`, no prompts, hooks off for nightshift's own
 //! commits, a timeout on every call. Worktree lifecycle and preservation live in `worktree`.
 
+mod clone;
 mod cmd;
 pub mod message;
 mod seed;
+mod tamper;
 mod worktree;
 
+pub use clone::is_clone;
 pub use cmd::{Git, GitError};
 pub use seed::{missing_seeds, seed_worktree};
+pub use tamper::{ControlPlane, Tampering};
 pub use worktree::{MergeOutcome, WorktreeInfo};
 
 #[cfg(test)]

@@ -287,3 +287,140 @@ fn a_committed_gitlink_is_seen_and_its_checkout_preserved_as_files() {
         .unwrap();
     assert!(!modes.contains("160000"), "{modes}");
 }
+
+#[test]
+fn tampering_outside_the_checkout_is_found_and_put_back() {
+    let (dir, git) = repo();
+    let root = dir.path();
+    let common = git.common_dir().unwrap();
+    let head = git.resolve("HEAD").unwrap().unwrap();
+    git.set_ref("refs/nightshift/preserve/x/1", &head).unwrap();
+    git.set_ref("refs/heads/nightshift/x/2", &head).unwrap();
+    let config = std::fs::read(common.join("config")).unwrap();
+    let before = git
+        .control_plane(&common, &["refs/heads/nightshift/x/2".to_owned()])
+        .unwrap();
+    assert_eq!(
+        git.tampering_since(
+            &before,
+            "refs/nightshift/tampered/x/2",
+            &root.join("s.index")
+        )
+        .unwrap(),
+        None,
+        "nothing changed"
+    );
+    // What a hostile session does; its own branch moving is not tampering.
+    git.run(&["config", "filter.evil.clean", "false"]).unwrap();
+    std::fs::write(common.join("hooks/post-commit"), "#!/bin/sh\n").unwrap();
+    git.run(&["update-ref", "-d", "refs/nightshift/preserve/x/1"])
+        .unwrap();
+    let own = git
+        .commit_tree(&git.tree_of(&head).unwrap(), &[&head], "own")
+        .unwrap();
+    git.set_ref("refs/heads/nightshift/x/2", &own).unwrap();
+    git.set_ref("refs/heads/main", &own).unwrap();
+    std::fs::write(root.join("a.txt"), "agent\n").unwrap();
+
+    let found = git
+        .tampering_since(
+            &before,
+            "refs/nightshift/tampered/x/2",
+            &root.join("s.index"),
+        )
+        .unwrap()
+        .expect("tampering found");
+    let said = found.changes.join("\n");
+    for expect in [
+        ".git/config changed",
+        ".git/hooks/post-commit added",
+        "ref refs/nightshift/preserve/x/1 deleted",
+        "ref refs/heads/main moved",
+        "checkout: a.txt modified",
+    ] {
+        assert!(said.contains(expect), "{expect:?} not in {said}");
+    }
+    assert!(!said.contains("refs/heads/nightshift/x/2"), "{said}");
+    assert_eq!(std::fs::read(common.join("config")).unwrap(), config);
+    assert!(!common.join("hooks/post-commit").exists());
+    assert_eq!(
+        git.resolve("refs/nightshift/preserve/x/1").unwrap(),
+        Some(head.clone())
+    );
+    assert_eq!(git.resolve("refs/heads/main").unwrap(), Some(head));
+    assert_eq!(git.resolve("refs/heads/nightshift/x/2").unwrap(), Some(own));
+    assert_eq!(std::fs::read_to_string(root.join("a.txt")).unwrap(), "a\n");
+    assert_eq!(
+        git.run(&["show", "refs/nightshift/tampered/x/2:a.txt"])
+            .unwrap(),
+        "agent\n"
+    );
+}
+
+#[test]
+fn an_attempt_clone_borrows_objects_and_its_git_dir_never_reaches_nightshifts_git() {
+    let (dir, git) = repo();
+    let root = dir.path();
+    let common = git.common_dir().unwrap();
+    let base = git.resolve("HEAD").unwrap().unwrap();
+    let path = root.join(".nightshift/worktrees/x-1");
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    git.clone_add(&common, &path, "nightshift/x/1", &base)
+        .unwrap();
+    assert!(is_clone(&common, &path));
+    assert_eq!(std::fs::read_to_string(path.join("a.txt")).unwrap(), "a\n");
+    assert!(!path.join(".git/hooks").exists(), "no hooks");
+    // Objects are borrowed: none copied.
+    let own_objects = std::fs::read_dir(path.join(".git/objects"))
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().len() == 2)
+        .count();
+    assert_eq!(own_objects, 0);
+    // The agent plants a clean filter and an fsmonitor in the clone's own git dir.
+    let marker = root.join("ran");
+    let clone = git.checkout_at(&common, &path);
+    let config = std::fs::read_to_string(path.join(".git/config")).unwrap();
+    std::fs::write(
+        path.join(".git/config"),
+        format!(
+            "{config}[filter \"evil\"]\n\tclean = sh -c 'touch {m}; echo EVIL'\n[core]\n\tfsmonitor = touch {m}\n",
+            m = marker.display()
+        ),
+    )
+    .unwrap();
+    std::fs::create_dir_all(path.join(".git/info")).unwrap();
+    std::fs::write(path.join(".git/info/attributes"), "* filter=evil\n").unwrap();
+    std::fs::write(path.join("a.txt"), "good\n").unwrap();
+    clone.stage_and_commit("work").unwrap();
+    assert!(!marker.exists(), "nightshift's git ran the agent's program");
+    assert_eq!(
+        std::fs::read_to_string(path.join(".git/config")).unwrap(),
+        config
+    );
+    assert_eq!(clone.run(&["show", "HEAD:a.txt"]).unwrap(), "good\n");
+    // The user's repository has none of it until nightshift fetches it.
+    let head = clone.resolve("HEAD").unwrap().unwrap();
+    assert_eq!(git.resolve(&head).unwrap(), None);
+    git.fetch_from_clone(&common, &path, "HEAD", "refs/heads/nightshift/x/1")
+        .unwrap();
+    assert_eq!(
+        git.resolve("refs/heads/nightshift/x/1").unwrap(),
+        Some(head.clone())
+    );
+    assert_eq!(
+        git.run(&["show", &format!("{head}:a.txt")]).unwrap(),
+        "good\n"
+    );
+    // The user's own refs and config are untouched by all of it.
+    assert_eq!(git.resolve("refs/heads/main").unwrap(), Some(base));
+    assert!(
+        !git.run(&["config", "--list", "--local"])
+            .unwrap()
+            .contains("evil")
+    );
+    // A `.git` replaced by a link (or file) is refused, never followed up to the user's repo.
+    std::fs::rename(path.join(".git"), root.join("moved.git")).unwrap();
+    std::os::unix::fs::symlink(&common, path.join(".git")).unwrap();
+    assert!(clone.run(&["status"]).is_err());
+}

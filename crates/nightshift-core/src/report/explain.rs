@@ -471,7 +471,11 @@ pub fn judge(
     });
     let integrity_halt = matches!(
         halt,
-        Some(HaltReason::MetricIntegrityViolation | HaltReason::BlockedPathModified)
+        Some(
+            HaltReason::MetricIntegrityViolation
+                | HaltReason::BlockedPathModified
+                | HaltReason::ControlPlaneTampered
+        )
     );
     if failed_guard.is_some() || integrity_halt {
         let why = match failed_guard {

@@ -391,6 +391,21 @@ pub enum EventKind {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         debt: Option<String>,
     },
+    /// An agent session changed what lies outside its checkout (the user's checkout, refs,
+    /// `.git/config`, `.git/info/`, hooks): the attempt ends `control_plane_tampered`.
+    ControlPlaneTampered {
+        item: String,
+        attempt: u32,
+        iteration: u32,
+        /// Each change, in words.
+        changes: Vec<String>,
+        /// What nightshift put back, in words.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        restored: Vec<String>,
+        /// The user's checkout's paths the session changed.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        paths: Vec<String>,
+    },
     /// The attempt's commits and dirty tree are kept under `ref_name`.
     Preserved {
         item: String,
@@ -530,6 +545,7 @@ impl EventKind {
             EventKind::DebtSettled { .. } => "debt_settled",
             EventKind::Accepted { .. } => "accepted",
             EventKind::Preserved { .. } => "preserved",
+            EventKind::ControlPlaneTampered { .. } => "control_plane_tampered",
             EventKind::AttemptFailed { .. } => "attempt_failed",
             EventKind::WorktreeRemoved { .. } => "worktree_removed",
             EventKind::TeardownFailed { .. } => "teardown_failed",
@@ -572,6 +588,7 @@ impl EventKind {
             | EventKind::DebtSettled { item, attempt, .. }
             | EventKind::Accepted { item, attempt, .. }
             | EventKind::Preserved { item, attempt, .. }
+            | EventKind::ControlPlaneTampered { item, attempt, .. }
             | EventKind::AttemptFailed { item, attempt, .. }
             | EventKind::WorktreeRemoved { item, attempt }
             | EventKind::TeardownFailed { item, attempt, .. } => (Some(item), Some(*attempt)),

@@ -304,6 +304,9 @@ pub fn apply(
                 )?;
             }
         }
+        EventKind::ControlPlaneTampered { item, attempt, .. } => {
+            set_phase(tx, run_id, item, *attempt, "tampered")?;
+        }
         EventKind::Preserved {
             item,
             attempt,

@@ -819,7 +819,7 @@ fn sigkill_at_item_awaiting_operator_under_the_supervisor_ends_as_without_a_kill
     ends_as_without_a_kill(&make, OPERATOR_POINTS);
 }
 
-/// Someone else commits a conflicting edit to the target while `b`'s agent works (as in
+/// Someone else commits a conflicting edit to the target while `b`'s work is checked (as in
 /// integrate.rs); the conflict (`conflict_found`) gets a repair iteration that lands on top.
 /// Killed once right after `conflict_found` under the supervisor, the run ends as without.
 #[test]
@@ -828,19 +828,23 @@ fn sigkill_at_conflict_found_under_the_supervisor_ends_as_without_a_kill() {
         let repo = Repo::new(&project());
         repo.write("shared.txt", "original\n");
         repo.agent("c", &solves("c"));
-        let agent = format!(
-            "if [ $NIGHTSHIFT_ITERATION = 1 ]; then (cd {root} && echo theirs$NIGHTSHIFT_ATTEMPT > shared.txt && git commit -q -am theirs$NIGHTSHIFT_ATTEMPT); echo mine > shared.txt; mkdir -p done; echo ok > done/b; else printf 'theirs1\\nmine\\n' > shared.txt; fi",
-            root = repo.root.display()
+        let agent = "if [ $NIGHTSHIFT_ITERATION = 1 ]; then echo mine > shared.txt; mkdir -p done; echo ok > done/b; else printf 'theirs1\\nmine\\n' > shared.txt; fi";
+        let check = repo.check_after_person(
+            "b",
+            "echo theirs$NIGHTSHIFT_ATTEMPT > shared.txt && git commit -q -am theirs$NIGHTSHIFT_ATTEMPT",
+            "sh check.sh b",
         );
-        let config = plan(&repo, &["b", "c"], 1, 1).replacen(
-            &repo.agent_table(),
-            &format!(
-                "[agent]\nkind = \"command\"\ncommand = [\"sh\", \"-c\", \"if [ $NIGHTSHIFT_ITEM = b ]; then {agent}; else exec {BIN} __fake-agent --script-dir {dir}; fi\"]\n",
-                agent = agent.replace('"', "\\\""),
-                dir = repo.agent_dir.display()
-            ),
-            1,
-        );
+        let config = plan(&repo, &["b", "c"], 1, 1)
+            .replacen(
+                &repo.agent_table(),
+                &format!(
+                    "[agent]\nkind = \"command\"\ncommand = [\"sh\", \"-c\", \"if [ $NIGHTSHIFT_ITEM = b ]; then {agent}; else exec {BIN} __fake-agent --script-dir {dir}; fi\"]\n",
+                    agent = agent.replace('"', "\\\""),
+                    dir = repo.agent_dir.display()
+                ),
+                1,
+            )
+            .replacen("check = \"sh check.sh b\"", &format!("check = \"{check}\""), 1);
         repo.configure(&config);
         repo
     };

@@ -127,14 +127,13 @@ fn a_user_branch_where_attempt_branches_go_is_refused_up_front_and_doctor_says_s
     }
 }
 
-/// Solves item `$NIGHTSHIFT_ITEM` of [`project`] while the user commits to `main`, so that the
-/// work is merged onto a moved target: a commit only nightshift's journal names.
+/// Solves item `$NIGHTSHIFT_ITEM` of [`project`]; the user commits to `main` while the work is
+/// checked (`check_after_person`), so that the work is merged onto a moved target: a commit
+/// only nightshift's journal names.
 const SOLVES_WHILE_THE_USER_COMMITS: &str = r#"#!/bin/sh
 set -e
 mkdir -p done
 echo ok > "done/$NIGHTSHIFT_ITEM"
-root=$(cd "$(git rev-parse --git-common-dir)/.." && pwd)
-git -C "$root" -c user.name=u -c user.email=u@u commit -q --allow-empty -m "the user's own work"
 "#;
 
 #[test]
@@ -154,8 +153,13 @@ fn gc_after_merge_prepared(drop_the_ref: bool) {
         "[agent]\nkind = \"command\"\ncommand = [\"sh\", \"agent.sh\"]\n\n[check]\ntimeout = \"1m\"\n",
     );
     for id in ["a", "b"] {
+        let check = repo.check_after_person(
+            id,
+            "git -c user.name=u -c user.email=u@u commit -q --allow-empty -m \"the user's own work\"",
+            &format!("sh check.sh {id}"),
+        );
         config.push_str(&format!(
-            "\n[[item]]\nid = \"{id}\"\nprompt = \"Make done/{id} say ok.\"\ncheck = \"sh check.sh {id}\"\n"
+            "\n[[item]]\nid = \"{id}\"\nprompt = \"Make done/{id} say ok.\"\ncheck = \"{check}\"\n"
         ));
     }
     repo.configure(&config);

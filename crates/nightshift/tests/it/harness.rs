@@ -312,3 +312,26 @@ impl HeldAgent {
             .expect("write the release FIFO");
     }
 }
+
+impl Repo {
+    /// `check`, preceded by a person doing `act` (a shell line, run in the user's checkout)
+    /// once per attempt of `item`, on its first check after the agent wrote `done/<item>`:
+    /// someone working in the repository while the run goes on. An agent session cannot stand
+    /// in for that person: what changes around a session is the session's doing
+    /// (`control_plane_tampered`), so the person acts while the check runs.
+    pub fn check_after_person(&self, item: &str, act: &str, check: &str) -> String {
+        let script = self.agent_dir.join(format!("person-{item}.sh"));
+        std::fs::write(
+            &script,
+            format!(
+                "#!/bin/sh\n[ \"$NIGHTSHIFT_ITEM\" = {item} ] && [ -f done/{item} ] || exit 0\n\
+                 m={dir}/person-{item}-$NIGHTSHIFT_ATTEMPT.done\n[ -e \"$m\" ] && exit 0\n: > \"$m\"\n\
+                 cd {root} && {act}\n",
+                dir = self.agent_dir.display(),
+                root = self.root.display()
+            ),
+        )
+        .expect("write the person's script");
+        format!("sh {} >/dev/null 2>&1; {check}", script.display())
+    }
+}

@@ -154,25 +154,32 @@ fn an_interrupted_fast_forward_of_the_users_checkout_is_finished_not_blamed_on_t
     repo.assert_clean_end();
 }
 
-/// An agent for item `b` that, in its first iteration, has "someone else" commit a conflicting
-/// edit to main while it edits the same line; `repair` is what it does in the repair iteration.
+/// An agent for item `b` that edits a line in its first iteration while "someone else" commits
+/// a conflicting edit of it to main (during the check of that iteration); `repair` is what it
+/// does in the repair iteration.
 fn conflict_repo(repair: &str) -> Repo {
     let repo = Repo::new(&project());
     repo.write("shared.txt", "original\n");
     repo.agent("c", &solves("c"));
     let agent = format!(
-        "if [ $NIGHTSHIFT_ITERATION = 1 ]; then (cd {root} && echo theirs$NIGHTSHIFT_ATTEMPT > shared.txt && git commit -q -am theirs$NIGHTSHIFT_ATTEMPT); echo mine > shared.txt; mkdir -p done; echo ok > done/b; else {repair}; fi",
-        root = repo.root.display()
+        "if [ $NIGHTSHIFT_ITERATION = 1 ]; then echo mine > shared.txt; mkdir -p done; echo ok > done/b; else {repair}; fi"
     );
-    let config = plan(&repo, &["b", "c"], 1, 1).replacen(
-        &repo.agent_table(),
-        &format!(
-            "[agent]\nkind = \"command\"\ncommand = [\"sh\", \"-c\", \"if [ $NIGHTSHIFT_ITEM = b ]; then {agent}; else exec {BIN} __fake-agent --script-dir {dir}; fi\"]\n",
-            agent = agent.replace('"', "\\\""),
-            dir = repo.agent_dir.display()
-        ),
-        1,
+    let check = repo.check_after_person(
+        "b",
+        "echo theirs$NIGHTSHIFT_ATTEMPT > shared.txt && git commit -q -am theirs$NIGHTSHIFT_ATTEMPT",
+        "sh check.sh b",
     );
+    let config = plan(&repo, &["b", "c"], 1, 1)
+        .replacen(
+            &repo.agent_table(),
+            &format!(
+                "[agent]\nkind = \"command\"\ncommand = [\"sh\", \"-c\", \"if [ $NIGHTSHIFT_ITEM = b ]; then {agent}; else exec {BIN} __fake-agent --script-dir {dir}; fi\"]\n",
+                agent = agent.replace('"', "\\\""),
+                dir = repo.agent_dir.display()
+            ),
+            1,
+        )
+        .replacen("check = \"sh check.sh b\"", &format!("check = \"{check}\""), 1);
     repo.configure(&config);
     repo
 }
@@ -404,16 +411,19 @@ fn attempt_numbers_also_skip_refs_that_git_has_packed() {
 fn a_dirty_target_checkout_makes_the_item_wait_with_an_alert_not_halt_the_run() {
     use std::io::BufRead;
     let repo = Repo::new(&project());
-    // While the agent works, someone starts editing a tracked file in the user's checkout that
-    // the item changes too.
-    let agent = format!(
-        "echo edited >> {}/README.md; mkdir -p done; echo ok > done/w; echo agent >> README.md",
-        repo.root.display()
-    );
+    // While the work is checked, someone starts editing a tracked file in the user's checkout
+    // that the item changes too.
+    let agent = "mkdir -p done; echo ok > done/w; echo agent >> README.md";
+    let check = repo.check_after_person("w", "echo edited >> README.md", "sh check.sh w");
     let config = plan(&repo, &["w"], 1, 1)
         .replacen(
             &repo.agent_table(),
             &format!("[agent]\nkind = \"command\"\ncommand = [\"sh\", \"-c\", \"{agent}\"]\n"),
+            1,
+        )
+        .replacen(
+            "check = \"sh check.sh w\"",
+            &format!("check = \"{check}\""),
             1,
         )
         .replace("[limits]\n", "[limits]\nfault_backoff = \"100ms\"\n");

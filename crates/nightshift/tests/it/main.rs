@@ -34,5 +34,6 @@ mod review;
 mod sandbox;
 mod sessions;
 mod supervise;
+mod tamper;
 mod tell;
 mod tui;

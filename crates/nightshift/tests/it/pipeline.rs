@@ -111,21 +111,16 @@ fn all_shipped_exits_10_and_red_output_feeds_the_next_iteration() {
 #[test]
 fn a_target_moved_by_someone_else_is_merged_onto_and_checked_again() {
     let repo = Repo::new(&project());
-    // While the agent works, a person commits to main in the user's checkout.
-    let human = format!(
-        "cd {root} && echo 'from a human' > human.txt && git add human.txt && git commit -q -m 'human work'",
-        root = repo.root.display()
+    // While the agent's work is checked, a person commits to main in the user's checkout.
+    let check = repo.check_after_person(
+        "late",
+        "echo 'from a human' > human.txt && git add human.txt && git commit -q -m 'human work'",
+        "sh check.sh late",
     );
-    repo.write("human.sh", &human);
     repo.agent("late", "write done/late <<EOF\nok\nEOF\n");
-    let mut config = plan(&repo, &["late"], 1, 1);
-    // The agent is a shell wrapper: do the human's commit, then the scripted work.
-    config = config.replacen(
-        "command = [",
-        &format!(
-            "command = [\"sh\", \"-c\", \"sh {}/human.sh && exec \\\"$0\\\" \\\"$@\\\"\", ",
-            repo.root.display()
-        ),
+    let config = plan(&repo, &["late"], 1, 1).replacen(
+        "check = \"sh check.sh late\"",
+        &format!("check = \"{check}\""),
         1,
     );
     repo.configure(&config);

@@ -1013,7 +1013,11 @@ fn outcome_of(row: &ItemRow, attempts: &[Gathered<'_>], run: &RunRow) -> Outcome
             if f.guard_failed.is_some()
                 || matches!(
                     halt,
-                    Some(HaltReason::MetricIntegrityViolation | HaltReason::BlockedPathModified)
+                    Some(
+                        HaltReason::MetricIntegrityViolation
+                            | HaltReason::BlockedPathModified
+                            | HaltReason::ControlPlaneTampered
+                    )
                 )
             {
                 OutcomeKind::ParkedByIntegrity
