@@ -175,6 +175,9 @@ pub const TABLE: &[(HaltReason, &str, ExitClass)] = &[
     (
         HaltReason::StoreTampered,
         "store_tampered",
+        ExitClass::Integrity,
+    ),
+    (
         HaltReason::ControlPlaneTampered,
         "control_plane_tampered",
         ExitClass::Integrity,

@@ -672,7 +672,7 @@ impl Engine<'_> {
                 if self.deadline_passed() {
                     return self.deadline_stop();
                 }
-                self.watch_control_plane()?;
+                self.watch_config_file()?;
                 if let Err(e) = self.start_attempt(item) {
                     self.wait_if_disk_full(e)?;
                 }
@@ -1004,7 +1004,7 @@ impl Engine<'_> {
                 self.config = p.config;
                 self.item_checks = p.item_checks;
                 self.pinned_sha256 = p.sha256;
-                self.watch_control_plane()?;
+                self.watch_config_file()?;
             }
             pinned => {
                 if let Some(p) = pinned {
@@ -1040,7 +1040,7 @@ impl Engine<'_> {
     /// Compares the live `nightshift.toml` with the pinned copy (at a resume and at each item's
     /// start): a difference is journaled (`control_plane_changed`) and alerted once per live
     /// version; the pinned copy stays in force.
-    fn watch_control_plane(&mut self) -> Result<(), EngineError> {
+    fn watch_config_file(&mut self) -> Result<(), EngineError> {
         if self.pinned_sha256.is_empty() {
             return Ok(()); // nothing pinned (`loop`)
         }
