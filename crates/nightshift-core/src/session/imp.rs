@@ -188,6 +188,9 @@ impl Collector {
 #[derive(Default)]
 struct StreamState {
     line: Vec<u8>,
+    /// The parser read an event of the CLI's own from its stream (not a malformed or unknown
+    /// line): the CLI is past its start-up (see `Liveness`).
+    spoke: bool,
     finish: Option<Finished>,
     rejected_resets_at: Option<Option<i64>>,
     /// Tool calls the CLI refused for want of permission: `tool target`.
@@ -308,9 +311,6 @@ pub(super) async fn supervise(
             n = read_some(&mut stdout, &mut out_buf), if stdout.is_some() => match n {
                 Some(n) => {
                     sink.push(&out_buf[..n]);
-                    if let Some(s) = stall.as_mut() {
-                        s.output(clock.as_ref());
-                    }
                     if let Some(p) = parser.as_mut() {
                         decided = feed(p.as_mut(), &out_buf[..n], &mut stream, &mut guard, enforce_budget, on_event);
                         if let Some(l) = live.as_mut() {
@@ -324,6 +324,15 @@ pub(super) async fn supervise(
                             } else {
                                 stream.final_result = false;
                             }
+                        }
+                    }
+                    // Life is the first parsed event where the CLI has a parser (aider prints
+                    // warnings before a start-up that can block for long), else any output.
+                    if let Some(s) = stall.as_mut() {
+                        if parser.is_none() || stream.spoke {
+                            s.output(clock.as_ref());
+                        } else {
+                            s.activity(clock.as_ref());
                         }
                     }
                 }
@@ -344,7 +353,11 @@ pub(super) async fn supervise(
                 Some(n) => {
                     sink.push(&err_buf[..n]);
                     if let Some(s) = stall.as_mut() {
-                        s.output(clock.as_ref());
+                        if parser.is_none() || stream.spoke {
+                            s.output(clock.as_ref());
+                        } else {
+                            s.activity(clock.as_ref());
+                        }
                     }
                 }
                 None => stderr = None,
@@ -519,6 +532,10 @@ fn absorb(
 ) -> Option<Ending> {
     let mut spent = false;
     for event in events {
+        stream.spoke |= !matches!(
+            event,
+            AgentEvent::Malformed { .. } | AgentEvent::Unknown { .. }
+        );
         match event {
             AgentEvent::Usage(_) => spent = true,
             AgentEvent::InputAccepted { text } => stream.accepted.push(text),

@@ -17,7 +17,8 @@ use crate::clock::Clock;
 pub(crate) const CPU_ACTIVE_TICKS: u64 = 50;
 /// The window CPU time is measured over.
 pub(crate) const CPU_WINDOW: Duration = Duration::from_secs(10);
-/// Until a CLI shows life (its first byte of output) it is starting, not silent: the silence it
+/// Until a CLI shows life (the first event its parser reads from its stream; for a process with
+/// no parser, its first output) it is starting, not silent: the silence it
 /// is allowed is the grace plus three graces more, at most this much more. Starting a CLI on a
 /// loaded machine takes long (Claude Code burns 3–6 s of CPU before its first line, spread over
 /// tens of seconds of wall time at load 25, which can stay under the CPU threshold); a CLI that
@@ -32,7 +33,7 @@ pub(crate) struct Liveness {
     grace: Duration,
     /// Monotonic time of the last activity (or of the spawn, before any).
     last_activity: Duration,
-    /// The CLI printed something: start-up is over, the grace alone applies.
+    /// The CLI showed life: start-up is over, the grace alone applies.
     alive: bool,
     cpu: CpuWindow,
 }
@@ -49,9 +50,16 @@ impl Liveness {
         }
     }
 
-    /// Output on stdout or stderr: a sign of life, and activity.
+    /// A sign of life (the first event of the CLI's stream, or any output of a process without
+    /// a parser), and activity.
     pub(crate) fn output(&mut self, clock: &dyn Clock) {
         self.alive = true;
+        self.touch(clock);
+    }
+
+    /// Output that is not yet a sign of life (a CLI's warnings while it starts): activity only;
+    /// start-up goes on.
+    pub(crate) fn activity(&mut self, clock: &dyn Clock) {
         self.touch(clock);
     }
 
@@ -166,6 +174,11 @@ mod tests {
         clock.advance(s(45));
         assert!(!l.stalled(&clock), "start-up is not silence");
         assert_eq!(l.remaining(&clock), s(15));
+        // A warning on stderr is activity, but start-up goes on.
+        l.activity(&clock);
+        assert!(!l.alive());
+        clock.advance(s(45));
+        assert!(!l.stalled(&clock), "still starting");
         // Its first line: the grace alone applies from here.
         l.output(&clock);
         assert!(l.alive());
