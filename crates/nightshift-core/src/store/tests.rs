@@ -215,3 +215,67 @@ fn a_corrupt_file_is_classified_with_a_remedy() {
     );
     assert!(!line.contains('\n'));
 }
+
+#[test]
+fn an_edited_or_removed_journal_row_breaks_the_chain_at_that_row() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("state.db");
+    let mut store = Store::open(&path).unwrap();
+    store.record("r1", "t0", started(&["a"])).unwrap();
+    for at in ["t1", "t2"] {
+        store
+            .record("r1", at, EventKind::RunResumed { pid: 1 })
+            .unwrap();
+    }
+    assert_eq!(
+        store.verify_chain().unwrap(),
+        chain::Verdict::Intact { rows: 3 }
+    );
+    store
+        .conn
+        .execute(
+            "UPDATE events SET data = replace(data, '1', '2') WHERE seq = 2",
+            [],
+        )
+        .unwrap();
+    let chain::Verdict::Broken(t) = store.verify_chain().unwrap() else {
+        panic!("an edited row holds");
+    };
+    assert_eq!((t.seq, t.kind.as_str()), (2, "run_resumed"));
+    drop(store);
+    assert!(matches!(Store::open(&path), Err(StoreError::Tampered(_))));
+    // A removed row: the next one no longer follows its predecessor.
+    let path = dir.path().join("other.db");
+    let mut store = Store::open(&path).unwrap();
+    store.record("r1", "t0", started(&["a"])).unwrap();
+    for at in ["t1", "t2"] {
+        store
+            .record("r1", at, EventKind::RunResumed { pid: 1 })
+            .unwrap();
+    }
+    store
+        .conn
+        .execute("DELETE FROM events WHERE seq = 2", [])
+        .unwrap();
+    let chain::Verdict::Broken(t) = store.verify_chain().unwrap() else {
+        panic!("a removed row is not seen");
+    };
+    assert_eq!(t.seq, 3);
+}
+
+#[test]
+fn drifted_state_is_named_and_rebuilt_from_the_journal() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = Store::open(&dir.path().join("state.db")).unwrap();
+    store.record("r1", "t0", started(&["a"])).unwrap();
+    assert_eq!(store.state_drift().unwrap(), None);
+    store
+        .conn
+        .execute("UPDATE items SET check_command = 'true'", [])
+        .unwrap();
+    let drift = store.state_drift().unwrap().unwrap();
+    assert!(drift.starts_with("table items, row 1"), "{drift}");
+    store.rebuild_state().unwrap();
+    assert_eq!(store.state_drift().unwrap(), None);
+    assert_eq!(store.items("r1").unwrap()[0].check_command, None);
+}
