@@ -225,8 +225,7 @@ impl StreamParser for AiderParser {
             self.end(&mut out);
             return out;
         }
-        let lower = trimmed.to_ascii_lowercase();
-        if trimmed.starts_with("litellm.") && lower.contains("error") {
+        if trimmed.starts_with("litellm.") && trimmed.contains(':') {
             // A new error paragraph.
             self.paragraph.clear();
             self.paragraph
@@ -549,6 +548,22 @@ mod tests {
             endings(&events),
             [FinishKind::QuotaExhausted { resets_at: None }]
         );
+    }
+
+    #[test]
+    fn a_timeout_is_transient() {
+        let mut p = AiderParser::new();
+        let lines = [
+            "litellm.Timeout: Connection timed out after 600.0 seconds.",
+            "The API provider timed out without returning a response. They may be down or",
+            "overloaded.",
+            "Retrying in 0.2 seconds...",
+        ];
+        let events: Vec<_> = lines
+            .iter()
+            .flat_map(|l| p.feed_line(l.as_bytes()))
+            .collect();
+        assert_eq!(endings(&events), [FinishKind::Transient]);
     }
 
     #[test]
