@@ -24,6 +24,10 @@ pub struct AcceptOptions<'a> {
     pub item: &'a str,
     /// `confirm`: the item awaits an operator, who has now done what it listed.
     pub confirm: bool,
+    /// The live config when the run's pinned copy judges instead: its guards must hold too,
+    /// so an operator's tightening after the run counts and an agent's loosening does not
+    /// (set by `accept` itself; callers pass `None`).
+    pub also_guards: Option<&'a Config>,
 }
 
 /// What was shipped.
@@ -125,6 +129,7 @@ pub fn accept(opts: &AcceptOptions<'_>) -> Result<Accepted, AcceptError> {
             item.check_command = Some(p.check_command(&item.id));
             pinned_opts = AcceptOptions {
                 config: &p.config,
+                also_guards: Some(opts.config),
                 ..*opts
             };
             &pinned_opts
@@ -412,7 +417,7 @@ fn check_merged(
         let results = crate::engine::verdict::read_results(opts.config, &path, log);
         let base =
             crate::engine::verdict::cached_results(ws, opts.config, &command, &git.tree_of(tip)?);
-        let verdicts = crate::engine::verdict::evaluate(
+        let mut verdicts = crate::engine::verdict::evaluate(
             git,
             opts.config,
             tip,
@@ -421,6 +426,17 @@ fn check_merged(
             results.as_ref(),
             true,
         )?;
+        if let Some(live) = opts.also_guards {
+            verdicts.extend(crate::engine::verdict::evaluate(
+                git,
+                live,
+                tip,
+                merged,
+                base.as_ref(),
+                results.as_ref(),
+                true,
+            )?);
+        }
         if let Some(failed) = verdicts
             .iter()
             .find(|v| v.state == crate::guard::GuardState::Fail)

@@ -27,6 +27,7 @@ pub(super) fn shipped(args: &AcceptArgs, confirm: bool) -> CommandResult {
         clock: &*clock,
         item: &args.item,
         confirm,
+        also_guards: None,
     });
     match result {
         Ok(done) => {
