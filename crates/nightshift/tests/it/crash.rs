@@ -864,6 +864,107 @@ const COMMAND_POINTS: &[&str] = &["accepted", "operator_message"];
 /// Points that are effects, not journaled kinds (killed between an effect and its record).
 const EFFECT_POINTS: &[&str] = &["integrate_effect_done"];
 
+/// The points of the control plane's defences (their own tests below): an agent that edits the
+/// user's checkout, one that rewrites the store's derived tables, one that kills its engine's
+/// process group, and a person who edits nightshift.toml mid-run.
+const DEFENCE_POINTS: &[&str] = &[
+    "control_plane_tampered",
+    "store_repaired",
+    "engine_restarted",
+    "control_plane_changed",
+];
+
+/// The points of a message told to a live Claude-shaped session (its own test below).
+const LIVE_TELL_POINTS: &[&str] = &["operator_message_written", "operator_message_delivered"];
+
+/// A `command` agent (a shell script) for two items, `bad` and `good`, of [`project`]: both
+/// solve their item; `bad` first runs `attack` (a shell fragment; `$root` is the user's
+/// checkout, `$mark` a file that exists after the first session of the run).
+fn hostile_repo(attack: &str) -> Repo {
+    let repo = Repo::new(&project());
+    let script = repo.agent_dir.join("agent.sh");
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\nroot=$(cd ../../.. && pwd)\nmark={dir}/first-session\n\
+             if [ \"$NIGHTSHIFT_ITEM\" = bad ]; then\n{attack}\nfi\n: > \"$mark\"\n\
+             mkdir -p done && echo ok > done/$NIGHTSHIFT_ITEM\n",
+            dir = repo.agent_dir.display()
+        ),
+    )
+    .unwrap();
+    let mut config = format!(
+        "[agent]\nkind = \"command\"\ncommand = [\"sh\", \"{}\"]\n\n[check]\ntimeout = \"1m\"\n\n[limits]\nmax_iterations = 1\nmax_attempts = 1\n",
+        script.display()
+    );
+    for id in ["bad", "good"] {
+        config.push_str(&format!(
+            "\n[[item]]\nid = \"{id}\"\nprompt = \"Make done/{id} say ok.\"\ncheck = \"sh check.sh {id}\"\n"
+        ));
+    }
+    repo.configure(&config);
+    repo
+}
+
+/// `control_plane_tampered`: the agent of `bad` edits the user's checkout; killed right after
+/// the evidence is journaled, the restarted engine ends the run as without a kill (`bad` kept,
+/// not shipped; `good` shipped once).
+#[test]
+fn sigkill_right_after_control_plane_tampered_ends_as_without_a_kill() {
+    let make = || hostile_repo("echo 'agent edit' >> \"$root/README.md\"");
+    ends_as_without_a_kill(&make, &["control_plane_tampered"]);
+}
+
+/// `store_repaired`: the agent of `bad` rewrites `items.check_command` in the state database;
+/// killed right after the repair is journaled, the run ends as without a kill.
+#[test]
+fn sigkill_right_after_store_repaired_ends_as_without_a_kill() {
+    let make = || {
+        hostile_repo(
+            "sqlite3 -cmd '.timeout 5000' \"$root/.nightshift/state.db\" \"update items set check_command='true'\"",
+        )
+    };
+    ends_as_without_a_kill(&make, &["store_repaired"]);
+}
+
+/// `engine_restarted`: the agent of `bad` kills its engine's process group once; the
+/// supervisor's restarted engine journals it and is killed right after; the next one ends the
+/// run as without a kill.
+#[test]
+fn sigkill_right_after_engine_restarted_ends_as_without_a_kill() {
+    let make = || {
+        hostile_repo(
+            "if [ ! -e \"$mark.killed\" ]; then : > \"$mark.killed\"; kill -9 -$(cut -d' ' -f5 /proc/$PPID/stat); sleep 600; fi",
+        )
+    };
+    ends_as_without_a_kill(&make, &["engine_restarted"]);
+}
+
+/// `control_plane_changed`: a person edits nightshift.toml while the first item's check runs;
+/// the engine sees it at the next item's start, journals it and is killed right after; the run
+/// ends as without a kill, judged by the pinned copy.
+#[test]
+fn sigkill_right_after_control_plane_changed_ends_as_without_a_kill() {
+    let make = || {
+        let repo = Repo::new(&project());
+        repo.agent("a", &solves("a"));
+        repo.agent("b", &solves("b"));
+        let check = repo.check_after_person(
+            "a",
+            "sed -i 's/max_iterations = 1/max_iterations = 3/' nightshift.toml && git -c user.name=P -c user.email=p@example.com commit -qam person",
+            "sh check.sh a",
+        );
+        let config = plan(&repo, &["a", "b"], 1, 1).replacen(
+            "check = \"sh check.sh a\"",
+            &format!("check = \"{check}\""),
+            1,
+        );
+        repo.configure(&config);
+        repo
+    };
+    ends_as_without_a_kill(&make, &["control_plane_changed"]);
+}
+
 /// Every point some crash test of this file kills at.
 fn every_point() -> Vec<&'static str> {
     [
@@ -883,6 +984,8 @@ fn every_point() -> Vec<&'static str> {
         TEARDOWN_POINTS,
         AGENT_SESSION_POINTS,
         COMMAND_POINTS,
+        DEFENCE_POINTS,
+        LIVE_TELL_POINTS,
     ]
     .concat()
 }
@@ -984,6 +1087,52 @@ fn sigkill_at_agent_session_opened_under_the_supervisor_ends_as_without_a_kill()
         repo
     };
     ends_as_without_a_kill(&make, AGENT_SESSION_POINTS);
+}
+
+/// A message told while a Claude-shaped session is live: the CLI (a wrapper around the fake
+/// agent `--as claude`) reads its opening message from stdin, has `nightshift tell` say
+/// something to its own item, reads the message the engine writes to its stdin
+/// (`operator_message_written`) and echoes it back as Claude does with
+/// `--replay-user-messages` (`operator_message_delivered`), then works as scripted. Killed right
+/// after either, the run ends as without a kill.
+#[test]
+fn sigkill_right_after_a_live_message_is_written_or_delivered_ends_as_without_a_kill() {
+    let make = || {
+        let repo = Repo::new(&project());
+        repo.agent("a", &solves("a"));
+        repo.agent("b", &solves("b"));
+        let wrapper = repo.agent_dir.join("claude-cli");
+        std::fs::write(
+            &wrapper,
+            format!(
+                "#!/bin/sh\nread -r opening\n\
+                 NIGHTSHIFT_DATA_DIR={data} HOME={home} {BIN} tell -C {root} \"$NIGHTSHIFT_ITEM\" 'keep it small' >/dev/null 2>&1\n\
+                 told=$(timeout 60 head -n 1)\n\
+                 printf '%s\\n' \"$told\" | sed 's/^{{/{{\"isReplay\":true,/'\n\
+                 exec {BIN} __fake-agent --script-dir {dir} --as claude -- \"$@\" </dev/null\n",
+                data = repo.home.join("data").display(),
+                home = repo.home.display(),
+                root = repo.root.display(),
+                dir = repo.agent_dir.display()
+            ),
+        )
+        .unwrap();
+        std::fs::set_permissions(
+            &wrapper,
+            std::os::unix::fs::PermissionsExt::from_mode(0o755),
+        )
+        .unwrap();
+        let config = plan(&repo, &["a", "b"], 2, 1).replace(
+            &repo.agent_table(),
+            &format!(
+                "[agent]\nkind = \"claude\"\nbinary = \"{}\"\n",
+                wrapper.display()
+            ),
+        );
+        repo.configure(&config);
+        repo
+    };
+    ends_as_without_a_kill(&make, LIVE_TELL_POINTS);
 }
 
 /// The kinds in a repository's journal, in order.

@@ -55,6 +55,7 @@ fn log_json_is_one_versioned_event_per_line_in_journal_order() {
         kinds,
         [
             "run_started",
+            "control_plane_pinned",
             "attempt_started",
             "worktree_ready",
             "baseline_checked",
