@@ -161,7 +161,7 @@ fn runaway(agent: &Agent) -> Row {
 /// The server goes silent mid-session: stalled, nudged by resuming the CLI's own session (the
 /// same conversation, `resumed: true`), then `stalled`; then the session's work goes to the
 /// check like any other ending, and with no iteration or attempt left the item parks (decision
-/// stall-2). The run is stopped there: the parked pass's fresh attempt repeats the cycle.
+/// 86). The run is stopped there: the parked pass's fresh attempt repeats the cycle.
 ///
 /// The model answers once (a shell tool call) before it goes silent, so the CLI has a
 /// conversation to resume: Claude Code 2.1.197 and Gemini CLI persist a session only once the
