@@ -1062,28 +1062,7 @@ fn sigkill_at_agent_session_opened_under_the_supervisor_ends_as_without_a_kill()
         let repo = Repo::new(&project());
         repo.agent("a", &solves("a"));
         repo.agent("b", &solves("b"));
-        let wrapper = repo.agent_dir.join("claude-cli");
-        std::fs::write(
-            &wrapper,
-            format!(
-                "#!/bin/sh\nexec {BIN} __fake-agent --script-dir {} --as claude -- \"$@\"\n",
-                repo.agent_dir.display()
-            ),
-        )
-        .unwrap();
-        std::fs::set_permissions(
-            &wrapper,
-            std::os::unix::fs::PermissionsExt::from_mode(0o755),
-        )
-        .unwrap();
-        let config = plan(&repo, &["a", "b"], 2, 1).replace(
-            &repo.agent_table(),
-            &format!(
-                "[agent]\nkind = \"claude\"\nbinary = \"{}\"\n",
-                wrapper.display()
-            ),
-        );
-        repo.configure(&config);
+        configure_claude_wrapper(&repo, "");
         repo
     };
     ends_as_without_a_kill(&make, AGENT_SESSION_POINTS);
@@ -1101,38 +1080,50 @@ fn sigkill_right_after_a_live_message_is_written_or_delivered_ends_as_without_a_
         let repo = Repo::new(&project());
         repo.agent("a", &solves("a"));
         repo.agent("b", &solves("b"));
-        let wrapper = repo.agent_dir.join("claude-cli");
-        std::fs::write(
-            &wrapper,
-            format!(
-                "#!/bin/sh\nread -r opening\n\
+        configure_claude_wrapper(
+            &repo,
+            &format!(
+                "read -r opening\n\
                  NIGHTSHIFT_DATA_DIR={data} HOME={home} {BIN} tell -C {root} \"$NIGHTSHIFT_ITEM\" 'keep it small' >/dev/null 2>&1\n\
                  told=$(timeout 60 head -n 1)\n\
                  printf '%s\\n' \"$told\" | sed 's/^{{/{{\"isReplay\":true,/'\n\
-                 exec {BIN} __fake-agent --script-dir {dir} --as claude -- \"$@\" </dev/null\n",
+                 exec </dev/null\n",
                 data = repo.home.join("data").display(),
                 home = repo.home.display(),
                 root = repo.root.display(),
-                dir = repo.agent_dir.display()
-            ),
-        )
-        .unwrap();
-        std::fs::set_permissions(
-            &wrapper,
-            std::os::unix::fs::PermissionsExt::from_mode(0o755),
-        )
-        .unwrap();
-        let config = plan(&repo, &["a", "b"], 2, 1).replace(
-            &repo.agent_table(),
-            &format!(
-                "[agent]\nkind = \"claude\"\nbinary = \"{}\"\n",
-                wrapper.display()
             ),
         );
-        repo.configure(&config);
         repo
     };
     ends_as_without_a_kill(&make, LIVE_TELL_POINTS);
+}
+
+/// Configures items `a` and `b` of [`plan`] (2 iterations, 1 attempt) with `kind = "claude"`
+/// and a wrapper as its binary: `prelude` (shell lines, each ending in a newline), then the fake
+/// agent `--as claude` with the adapter's argv.
+fn configure_claude_wrapper(repo: &Repo, prelude: &str) {
+    let wrapper = repo.agent_dir.join("claude-cli");
+    std::fs::write(
+        &wrapper,
+        format!(
+            "#!/bin/sh\n{prelude}exec {BIN} __fake-agent --script-dir {} --as claude -- \"$@\"\n",
+            repo.agent_dir.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(
+        &wrapper,
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    let config = plan(repo, &["a", "b"], 2, 1).replace(
+        &repo.agent_table(),
+        &format!(
+            "[agent]\nkind = \"claude\"\nbinary = \"{}\"\n",
+            wrapper.display()
+        ),
+    );
+    repo.configure(&config);
 }
 
 /// The kinds in a repository's journal, in order.
