@@ -1193,34 +1193,11 @@ fn sigkill_of_accept_right_after_accepted_leaves_the_item_shipped_once() {
 fn sigkill_of_tell_right_after_operator_message_delivers_the_message_once() {
     use std::process::Stdio;
     let repo = Repo::new(&project());
-    let ready = repo.agent_dir.join("ready");
-    let release = repo.agent_dir.join("release");
-    for fifo in [&ready, &release] {
-        nix::unistd::mkfifo(fifo, nix::sys::stat::Mode::S_IRWXU).unwrap();
-    }
-    let seen = repo.agent_dir.join("prompts");
-    let dev = repo.agent_dir.join("dev.sh");
-    std::fs::write(
-        &dev,
-        format!(
-            "cat \"$NIGHTSHIFT_PROMPT_FILE\" >> {seen}\necho ---- >> {seen}\n\
-             if [ \"$NIGHTSHIFT_ITERATION\" = 1 ]; then echo started > {ready}; read line < {release}; exit 0; fi\n\
-             mkdir -p done; echo ok > done/$NIGHTSHIFT_ITEM\n",
-            seen = seen.display(),
-            ready = ready.display(),
-            release = release.display()
-        ),
-    )
-    .unwrap();
-    let config = plan(&repo, &["a"], 2, 1).replacen(
-        &repo.agent_table(),
-        &format!(
-            "[agent]\nkind = \"command\"\ncommand = [\"sh\", \"{}\"]\n",
-            dev.display()
-        ),
-        1,
-    );
-    repo.configure(&config);
+    let HeldFirstIteration {
+        ready,
+        release,
+        prompts: seen,
+    } = repo.configure_held_first_iteration();
     let mut run = repo
         .cmd(&["run"])
         .stdout(Stdio::null())

@@ -335,3 +335,53 @@ impl Repo {
         format!("sh {} >/dev/null 2>&1; {check}", script.display())
     }
 }
+
+/// The FIFOs and prompt log of [`Repo::configure_held_first_iteration`] (a [`HeldAgent`]
+/// whose first iteration gives up instead of solving, so a second iteration runs).
+pub struct HeldFirstIteration {
+    /// Iteration 1 writes `started` here once it runs.
+    pub ready: PathBuf,
+    /// Iteration 1 holds until a line is written here.
+    pub release: PathBuf,
+    /// Every iteration's prompt, each followed by `----`.
+    pub prompts: PathBuf,
+}
+
+impl Repo {
+    /// Item `a` of [`plan`] (2 iterations, 1 attempt) with a `command` agent whose iteration 1
+    /// announces itself on `ready`, holds until `release` and solves nothing; iteration 2
+    /// solves. Every iteration appends its prompt to `prompts`.
+    pub fn configure_held_first_iteration(&self) -> HeldFirstIteration {
+        let held = HeldFirstIteration {
+            ready: self.agent_dir.join("ready"),
+            release: self.agent_dir.join("release"),
+            prompts: self.agent_dir.join("prompts"),
+        };
+        for fifo in [&held.ready, &held.release] {
+            nix::unistd::mkfifo(fifo, nix::sys::stat::Mode::S_IRWXU).expect("mkfifo");
+        }
+        let dev = self.agent_dir.join("dev.sh");
+        std::fs::write(
+            &dev,
+            format!(
+                "cat \"$NIGHTSHIFT_PROMPT_FILE\" >> {seen}\necho ---- >> {seen}\n\
+                 if [ \"$NIGHTSHIFT_ITERATION\" = 1 ]; then echo started > {ready}; read line < {release}; exit 0; fi\n\
+                 mkdir -p done; echo ok > done/$NIGHTSHIFT_ITEM\n",
+                seen = held.prompts.display(),
+                ready = held.ready.display(),
+                release = held.release.display()
+            ),
+        )
+        .expect("write the agent");
+        let config = plan(self, &["a"], 2, 1).replacen(
+            &self.agent_table(),
+            &format!(
+                "[agent]\nkind = \"command\"\ncommand = [\"sh\", \"{}\"]\n",
+                dev.display()
+            ),
+            1,
+        );
+        self.configure(&config);
+        held
+    }
+}

@@ -11,35 +11,11 @@ use crate::harness::*;
 #[test]
 fn a_message_told_during_a_session_reaches_the_next_iterations_prompt_and_the_report() {
     let repo = Repo::new(&project());
-    let ready = repo.agent_dir.join("ready");
-    let release = repo.agent_dir.join("release");
-    for fifo in [&ready, &release] {
-        nix::unistd::mkfifo(fifo, nix::sys::stat::Mode::S_IRWXU).unwrap();
-    }
-    let seen = repo.agent_dir.join("prompts");
-    // Iteration 1 holds until released and solves nothing; iteration 2 keeps its prompt, solves.
-    let dev = repo.agent_dir.join("dev.sh");
-    std::fs::write(
-        &dev,
-        format!(
-            "cat \"$NIGHTSHIFT_PROMPT_FILE\" >> {seen}\necho ---- >> {seen}\n\
-             if [ \"$NIGHTSHIFT_ITERATION\" = 1 ]; then echo started > {ready}; read line < {release}; exit 0; fi\n\
-             mkdir -p done; echo ok > done/$NIGHTSHIFT_ITEM\n",
-            seen = seen.display(),
-            ready = ready.display(),
-            release = release.display()
-        ),
-    )
-    .unwrap();
-    let config = plan(&repo, &["a"], 2, 1).replacen(
-        &repo.agent_table(),
-        &format!(
-            "[agent]\nkind = \"command\"\ncommand = [\"sh\", \"{}\"]\n",
-            dev.display()
-        ),
-        1,
-    );
-    repo.configure(&config);
+    let HeldFirstIteration {
+        ready,
+        release,
+        prompts: seen,
+    } = repo.configure_held_first_iteration();
     let mut run = repo
         .cmd(&["run"])
         .stdout(Stdio::null())
