@@ -22,6 +22,9 @@ use nix::unistd::{ForkResult, Pid, fork, getgid, getpid, getppid, getuid, setsid
 
 use super::{Held, Network, SETUP_FAILED, Spec, keep_env, read_rules};
 
+/// Our PDEATHSIG (see [`exec`]): a signal no CLI uses, caught by the relay loop.
+const PARENT_DIED: Signal = Signal::SIGPWR;
+
 /// Signals forwarded to the target's group.
 const FORWARD: [Signal; 6] = [
     Signal::SIGTERM,
@@ -57,10 +60,19 @@ pub(super) fn exec(spec: &Spec, argv: &[OsString], probe: bool) -> i32 {
         mask.add(sig);
     }
     mask.add(Signal::SIGCHLD);
+    mask.add(PARENT_DIED);
     let mut old = SigSet::empty();
     if let Err(err) = sigprocmask(SigmaskHow::SIG_BLOCK, Some(&mask), Some(&mut old)) {
         eprintln!("nightshift __exec: failed to block signals: {err}");
         return SETUP_FAILED;
+    }
+    // The engine that spawned us set PDEATHSIG=SIGKILL: it would end this process alone, and the
+    // target's children (a CLI's wrapper script starts the real binary) would live on, unwatched,
+    // spending and writing. A signal of our own instead: on it, the target's whole group goes.
+    let engine = getppid();
+    let _ = nix::sys::prctl::set_pdeathsig(PARENT_DIED);
+    if getppid() != engine {
+        return SETUP_FAILED; // the engine died before the signal was armed
     }
     let parent = getpid();
     // SAFETY: this process is single-threaded (`__exec` is dispatched before anything starts a
@@ -73,7 +85,7 @@ pub(super) fn exec(spec: &Spec, argv: &[OsString], probe: bool) -> i32 {
         }
         Ok(ForkResult::Parent { child }) => {
             drop(status);
-            relay(child, &mask)
+            relay(child, engine, &mask)
         }
         Err(err) => {
             eprintln!("nightshift __exec: failed to fork: {err}");
@@ -337,11 +349,22 @@ fn add(
 }
 
 /// Forwards termination signals to the target's group until it ends; then ends the same way.
-fn relay(child: Pid, mask: &SigSet) -> i32 {
+fn relay(child: Pid, engine: Pid, mask: &SigSet) -> i32 {
     loop {
         let Ok(sig) = mask.wait() else {
             continue;
         };
+        if sig == PARENT_DIED {
+            // PDEATHSIG follows the spawning *thread*: one of the engine's threads ending is not
+            // the engine ending (we are then reparented within it, same pid).
+            if getppid() == engine {
+                continue;
+            }
+            let _ = killpg(child, Signal::SIGKILL);
+            let _ = kill(child, Signal::SIGKILL);
+            let _ = waitpid(child, None);
+            return die_by(Signal::SIGKILL);
+        }
         if sig != Signal::SIGCHLD {
             // Before the child's setsid its group does not exist yet: signal the child itself.
             if killpg(child, sig).is_err() {

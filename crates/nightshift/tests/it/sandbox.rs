@@ -412,6 +412,55 @@ fn the_helper_relays_the_exit_and_stops_the_target_on_sigterm() {
     assert!(text.contains("got-term"), "{text}");
 }
 
+/// The engine dying (`kill -9`) takes the whole process group of each session with it, not
+/// only the CLI it started: a CLI's wrapper (Codex's and Gemini's npm scripts, a shell) starts
+/// the real program as a child, which, orphaned, went on asking the model and writing.
+#[test]
+fn the_helper_ends_the_targets_whole_group_when_its_parent_dies() {
+    let layout = Layout::new();
+    let ready = layout.checkout.join("ready");
+    nix::unistd::mkfifo(&ready, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+    let spec = serde_json::to_string(&layout.spec(Network::Host)).unwrap();
+    // The stand-in for the engine: a shell that starts the helper and waits. Every process
+    // below it holds the write end of its stdout, so EOF there means all of them are gone.
+    let mut parent = Command::new("sh")
+        .args([
+            "-c",
+            "\"$0\" __exec --spec \"$1\" -- sh -c 'sleep 600 & echo $! > ready; wait' & wait",
+        ])
+        .arg(BIN)
+        .arg(&spec)
+        .current_dir(&layout.checkout)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let grandchild: i32 = std::fs::read_to_string(&ready)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(Path::new(&format!("/proc/{grandchild}")).exists());
+    parent.kill().unwrap();
+    parent.wait().unwrap();
+    let mut out = parent.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut sink = Vec::new();
+        let _ = std::io::Read::read_to_end(&mut out, &mut sink);
+        let _ = tx.send(());
+    });
+    let gone = rx.recv_timeout(std::time::Duration::from_secs(60)).is_ok();
+    let stat = std::fs::read_to_string(format!("/proc/{grandchild}/stat")).unwrap_or_default();
+    if !gone || !(stat.is_empty() || stat.contains(") Z")) {
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(grandchild),
+            nix::sys::signal::Signal::SIGKILL,
+        );
+        panic!("the target's child outlived the helper's parent: {stat}");
+    }
+}
+
 fn doctor_finding(repo: &crate::harness::Repo, name: &str) -> serde_json::Value {
     let out = repo
         .cmd(&["doctor", "--quick", "--json"])
