@@ -410,9 +410,16 @@ pub(super) async fn supervise(
                     s.cpu(ticks, clock.as_ref());
                     // Last, the expensive signal: files changed in the worktree since we last
                     // looked (an agent writing quietly is not hung).
-                    if s.stalled(clock.as_ref()) && sweep::newest_mtime(&spec.cwd) > files_seen {
-                        files_seen = sweep::newest_mtime(&spec.cwd);
-                        s.files_changed(clock.as_ref());
+                    if s.stalled(clock.as_ref()) {
+                        let newest = sweep::newest_mtime(&spec.cwd);
+                        if newest > files_seen {
+                            files_seen = newest;
+                            // Both are the file system's clock, not the engine's.
+                            let ago = std::time::SystemTime::now()
+                                .duration_since(newest)
+                                .unwrap_or_default();
+                            s.files_changed(clock.as_ref(), ago);
+                        }
                     }
                     if s.stalled(clock.as_ref()) {
                         on_event(SessionEvent::Stalled { silence: s.silence(clock.as_ref()) });

@@ -73,9 +73,12 @@ impl Liveness {
         active
     }
 
-    /// Files in the worktree changed since the last look: activity.
-    pub(crate) fn files_changed(&mut self, clock: &dyn Clock) {
-        self.touch(clock);
+    /// Files in the worktree changed since the last look, the newest `ago` before now:
+    /// activity *then*, not at the look. (Looking only once the allowance is up, a file a CLI
+    /// writes as it starts would otherwise buy it a second full allowance: aider, stuck on its
+    /// first request, was ended after 126 s instead of 60.)
+    pub(crate) fn files_changed(&mut self, clock: &dyn Clock, ago: Duration) {
+        self.last_activity = self.last_activity.max(clock.mono().saturating_sub(ago));
     }
 
     /// A stall was reported but the session goes on (the stall gate in `log` mode): the next
@@ -212,6 +215,29 @@ mod tests {
         assert!(!l.stalled(&clock));
         clock.advance(s(1));
         assert!(l.stalled(&clock));
+    }
+
+    #[test]
+    fn a_file_written_while_starting_counts_from_when_it_was_written() {
+        let clock = FakeClock::default();
+        let mut l = Liveness::new(&clock, GRACE);
+        // Written 5 s in; first looked at when the start-up allowance (60 s) is up.
+        clock.advance(4 * GRACE);
+        assert!(l.stalled(&clock));
+        l.files_changed(&clock, 4 * GRACE - s(5));
+        assert!(
+            !l.stalled(&clock),
+            "a write 55 s ago is within the allowance"
+        );
+        assert_eq!(l.remaining(&clock), s(5));
+        clock.advance(s(5));
+        assert!(
+            l.stalled(&clock),
+            "silent for the allowance since the write, not since the look"
+        );
+        // A write just now is activity now.
+        l.files_changed(&clock, Duration::ZERO);
+        assert_eq!(l.remaining(&clock), 4 * GRACE);
     }
 
     #[test]
