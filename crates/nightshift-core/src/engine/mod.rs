@@ -202,6 +202,7 @@ pub fn run(opts: RunOptions, observe: &mut dyn FnMut(&Event)) -> Result<RunSumma
         pinned_sha256: String::new(),
         reported_live: None,
         verify_store: true,
+        probe_hermetic: false,
     };
     // Before anything looks at a worktree: nothing a killed engine left running may still be
     // writing in one, and no lock a killed git left may block it.
@@ -212,7 +213,9 @@ pub fn run(opts: RunOptions, observe: &mut dyn FnMut(&Event)) -> Result<RunSumma
     let run_id = engine.run()?.id.clone();
     engine.pin_control_plane(opts.config_source.as_deref(), resumed && opts.reload_config)?;
     if opts.confine_checks {
-        crate::sandbox::configure_checks(engine.ws.root(), &engine.config);
+        let checks = crate::sandbox::configure_checks(engine.ws.root(), &engine.config);
+        engine.probe_hermetic =
+            crate::sandbox::policy::probes_hermeticity(checks.network, checks.netns);
     }
     if let Some(exit) = opts.previous_exit.filter(|_| resumed) {
         engine.engine_restarted(exit)?;
@@ -279,6 +282,9 @@ struct Engine<'o> {
     /// A session ended since the store was last verified (issue 12): its agent may have
     /// edited the state database.
     verify_store: bool,
+    /// Checks run in a network namespace with no route out: a red base check is run once more
+    /// with the host network, and green there refuses the run (`check_not_hermetic`).
+    probe_hermetic: bool,
 }
 
 /// Alerts that must not repeat while their condition lasts.

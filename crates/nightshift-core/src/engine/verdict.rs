@@ -105,6 +105,8 @@ impl Engine<'_> {
 
     /// Before the first session of an attempt (its worktree is still the base): make sure the
     /// base's results are known, running the check once when no earlier check saw this tree.
+    /// Where checks get no network, a red base is run once more with the host network: green
+    /// there refuses the run (`check_not_hermetic`) before any session, whatever the format.
     /// Returns whether it ran (a step of its own: the scheduler looks at stops, pauses and the
     /// deadline before the first session starts).
     pub(super) fn ensure_baseline(
@@ -112,11 +114,16 @@ impl Engine<'_> {
         item: &ItemRow,
         att: &AttemptRow,
     ) -> Result<bool, EngineError> {
-        if self.config.check.format == FormatChoice::ExitCode || att.iteration > 0 {
+        // `exit-code` keeps no results, but the base's verdict is what tells a check that needs
+        // the network from an ordinary red base (decisions: hermetic-1).
+        let exit_code = self.config.check.format == FormatChoice::ExitCode;
+        if (exit_code && !self.probe_hermetic) || att.iteration > 0 {
             return Ok(false);
         }
         let tree = self.tree_of(&att.base)?;
-        if self.cached_baseline(item, &tree).is_some() {
+        // A cached verdict was judged hermetic (a refusal caches nothing, so the next run
+        // asks again) or was green.
+        if self.cached(item, &tree).is_some() {
             return Ok(false);
         }
         // Once per attempt, even when the cache cannot be written.
@@ -129,35 +136,30 @@ impl Engine<'_> {
         if !done.is_empty() {
             return Ok(false);
         }
-        let worktree = PathBuf::from(&att.worktree);
         let logs = self.ws.logs(&self.run_id());
         std::fs::create_dir_all(&logs).map_err(io_err(&logs))?;
-        let log = super::attempt::unused_log(
-            &logs.join(format!("{}-a{}.baseline-check.log", att.item, att.attempt)),
-        );
-        self.clear_results_file(&worktree);
-        let run = crate::check::run(
-            &self.check_command(item),
-            worktree.clone(),
-            self.item_env(att, 0),
-            self.config.check.timeout,
-            log.clone(),
-        )?;
-        // Nothing the check started may outlive it and write into the agent's tree.
-        crate::session::sweep(
-            &worktree,
-            self.config.session.kill_grace,
-            crate::session::Reach::HoldersAndOrphans,
-            Some(self.started_boot),
-        );
-        // The agent starts from the base's tree, not from what its check wrote: untracked
-        // litter and edits to tracked files go (ignored files, such as build caches, stay).
-        let results = self.read_results(&worktree, &log);
-        self.clear_results_file(&worktree);
-        self.checkout(&worktree).discard_changes()?;
+        let name = format!("{}-a{}.baseline-check", att.item, att.attempt);
+        let log = super::attempt::unused_log(&logs.join(format!("{name}.log")));
+        let (run, results) = self.base_check(item, att, &log)?;
         if run.end.outcome == crate::session::Outcome::Stopped {
             // Not a verdict: the baseline runs again when the run resumes.
             return Ok(true);
+        }
+        if !run.green && self.probe_hermetic {
+            use crate::sandbox::{Network, policy};
+            let host_log = super::attempt::unused_log(&logs.join(format!("{name}.host.log")));
+            let (host, _) = crate::sandbox::with_check_network(Network::Host, || {
+                self.base_check(item, att, &host_log)
+            })?;
+            if host.end.outcome == crate::session::Outcome::Stopped {
+                return Ok(true);
+            }
+            if policy::hermetic(Network::None, run.green, || host.green)
+                == policy::Hermetic::NotHermetic
+            {
+                self.refuse_not_hermetic(item, att, &tree, &log, &host_log)?;
+                return Ok(true);
+            }
         }
         self.cache_baseline(item, &tree, run.green, results.as_ref());
         self.record(EventKind::BaselineChecked {
@@ -168,6 +170,67 @@ impl Engine<'_> {
             log: log.display().to_string(),
         })?;
         Ok(true)
+    }
+
+    /// One run of the item's check on the attempt's base tree, logging to `log`, which leaves
+    /// the tree as the base has it.
+    fn base_check(
+        &self,
+        item: &ItemRow,
+        att: &AttemptRow,
+        log: &Path,
+    ) -> Result<(crate::check::CheckRun, Option<Results>), EngineError> {
+        let worktree = PathBuf::from(&att.worktree);
+        self.clear_results_file(&worktree);
+        let run = crate::check::run(
+            &self.check_command(item),
+            worktree.clone(),
+            self.item_env(att, 0),
+            self.config.check.timeout,
+            log.to_path_buf(),
+        )?;
+        // Nothing the check started may outlive it and write into the agent's tree.
+        crate::session::sweep(
+            &worktree,
+            self.config.session.kill_grace,
+            crate::session::Reach::HoldersAndOrphans,
+            Some(self.started_boot),
+        );
+        // The agent starts from the base's tree, not from what its check wrote: untracked
+        // litter and edits to tracked files go (ignored files, such as build caches, stay).
+        let results = self.read_results(&worktree, log);
+        self.clear_results_file(&worktree);
+        self.checkout(&worktree).discard_changes()?;
+        Ok((run, results))
+    }
+
+    /// The base check is red in the check's network namespace and green with the host's
+    /// network: no verdict of it means anything offline, so the run halts before any session
+    /// (the item is not to blame; it goes round again in the next run).
+    fn refuse_not_hermetic(
+        &mut self,
+        item: &ItemRow,
+        att: &AttemptRow,
+        tree: &str,
+        log: &Path,
+        host_log: &Path,
+    ) -> Result<(), EngineError> {
+        use crate::sandbox::policy::{NOT_HERMETIC, NOT_HERMETIC_HELP};
+        let why = format!(
+            "{}: {NOT_HERMETIC} (`{}` on the base tree {}: red without a network, log {}; green with the host network, log {}); {NOT_HERMETIC_HELP}",
+            HaltReason::CheckNotHermetic,
+            self.check_command(item),
+            super::attempt::short(tree),
+            log.display(),
+            host_log.display()
+        );
+        self.alert(
+            crate::notify::AlertKind::Integrity,
+            format!("{}: {why}", att.item),
+            Some(&att.item),
+        );
+        self.halt_requested = Some(HaltReason::CheckNotHermetic);
+        self.fail_halting(att, why, HaltReason::CheckNotHermetic)
     }
 
     /// Feeds this check of `tree` to the sequential Wilson monitor (seeded with the first

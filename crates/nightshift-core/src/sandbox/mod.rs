@@ -344,18 +344,37 @@ pub fn set_check_network(network: Network) {
     let _ = CHECK_NETWORK.set(network);
 }
 
+/// The network checks of a run get, as [`configure_checks`] set it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CheckNetwork {
+    pub network: Network,
+    /// The helper can make a network namespace here (probed only when `network` is `none`:
+    /// with the host's network nothing is asked of it).
+    pub netns: bool,
+}
+
 /// Probes this machine and sets the network checks get from `[check] network` (engine start).
-pub fn configure_checks(root: &Path, config: &crate::config::Config) -> Network {
+pub fn configure_checks(root: &Path, config: &crate::config::Config) -> CheckNetwork {
     let ws = crate::workspace::Workspace::new(root);
-    let probed = match config.check.network {
-        Some(network) => network,
-        None => {
-            let check = Confinement::check(root, &ws.dir(), std::env::temp_dir(), Network::None);
-            policy::check_network(None, probe(&check.spec).netns)
+    let netns = || {
+        let check = Confinement::check(root, &ws.dir(), std::env::temp_dir(), Network::None);
+        probe(&check.spec).netns
+    };
+    let chosen = match config.check.network {
+        Some(Network::Host) => CheckNetwork {
+            network: Network::Host,
+            netns: false,
+        },
+        configured => {
+            let netns = netns();
+            CheckNetwork {
+                network: policy::check_network(configured, netns),
+                netns,
+            }
         }
     };
-    set_check_network(probed);
-    probed
+    set_check_network(chosen.network);
+    chosen
 }
 
 /// The level recorded for the process that logged to `log`, for its receipt; `None` when it ran

@@ -73,6 +73,13 @@ pub fn hermetic(network: Network, green: bool, host_green: impl FnOnce() -> bool
     }
 }
 
+/// Whether a red base check is run once more with the host network, to tell a check that
+/// reaches outside from an ordinary red base: only where checks get no network *and* a
+/// namespace takes it away (without one, both runs would see the same network).
+pub fn probes_hermeticity(network: Network, netns: bool) -> bool {
+    network == Network::None && netns
+}
+
 /// The message that refuses a start on a non-hermetic base check.
 pub const NOT_HERMETIC: &str = "the base check is green with the host network and red without \
      it: it reaches outside the machine, so its green could be the network's, not the code's";

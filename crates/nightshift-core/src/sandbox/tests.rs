@@ -194,6 +194,16 @@ mod policies {
         assert_eq!(hermetic(Network::None, false, || false), Hermetic::Red);
         assert!(NOT_HERMETIC_HELP.contains("network = \"host\""));
     }
+
+    #[test]
+    fn only_checks_a_namespace_takes_the_network_from_are_probed_for_hermeticity() {
+        assert!(probes_hermeticity(Network::None, true));
+        // `network = "host"`: the user opted out.
+        assert!(!probes_hermeticity(Network::Host, true));
+        assert!(!probes_hermeticity(Network::Host, false));
+        // `none` asked for where no namespace can be had: both runs would see the host's.
+        assert!(!probes_hermeticity(Network::None, false));
+    }
 }
 
 #[test]

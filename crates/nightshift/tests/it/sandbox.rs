@@ -695,3 +695,100 @@ fn doctor_refuses_a_check_that_is_green_only_with_the_host_network() {
     assert_ne!(json["halt_reason"], "check_not_hermetic", "{json}");
     drop(listener);
 }
+
+#[test]
+fn a_run_refuses_to_start_on_a_check_that_is_green_only_with_the_host_network() {
+    use nightshift_core::store::EventKind;
+    if Command::new("bash").arg("-c").arg("true").status().is_err() {
+        eprintln!("skipped: the network probe needs bash (/dev/tcp)");
+        return;
+    }
+    // As for doctor: green when the host's loopback server answers, so green with the host
+    // network and red in the check's namespace (whose loopback has no server).
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let repo = crate::harness::Repo::new(&[(
+        "check.sh",
+        &*format!("#!/bin/sh\nbash -c 'exec 3<>/dev/tcp/127.0.0.1/{port}' || exit 1\n"),
+    )]);
+    repo.agent("a", &crate::harness::solves("a"));
+    let run = |network: &str| {
+        repo.configure(&format!(
+            "{}\n[check]\ncommand = \"sh check.sh\"\ntimeout = \"1m\"\n{network}\n[[item]]\nid = \"a\"\nprompt = \"p\"\n",
+            repo.agent_table()
+        ));
+        repo.cmd(&["run"])
+            .env_remove("NIGHTSHIFT_SANDBOX")
+            .output()
+            .unwrap()
+    };
+    let sessions = || {
+        repo.store()
+            .events_after(0, 100_000)
+            .unwrap()
+            .iter()
+            .filter(|e| matches!(e.kind, EventKind::SessionStarted { .. }))
+            .count()
+    };
+    // Whatever the format: `exit-code` keeps no results, but the base is still judged.
+    for (runs, format) in [(1, ""), (2, "format = \"exit-code\"\n")] {
+        let out = run(format);
+        let said = crate::harness::text(&out);
+        assert_eq!(
+            out.status.code(),
+            Some(
+                nightshift_core::halt::HaltReason::CheckNotHermetic
+                    .class()
+                    .code()
+            ),
+            "{format}{said}"
+        );
+        assert_eq!(sessions(), 0, "no agent session before the refusal: {said}");
+        let status = repo.status_json();
+        assert_eq!(
+            status["run"]["halt_reason"], "check_not_hermetic",
+            "{status}"
+        );
+        let failed: Vec<_> = repo
+            .store()
+            .events_after(0, 100_000)
+            .unwrap()
+            .into_iter()
+            .filter_map(|e| match e.kind {
+                EventKind::AttemptFailed { reason, halt, .. } => Some((reason, halt)),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            failed.len(),
+            runs,
+            "one refused attempt per run: {failed:?}"
+        );
+        let (reason, halt) = &failed[runs - 1];
+        assert_eq!(
+            *halt,
+            Some(nightshift_core::halt::HaltReason::CheckNotHermetic)
+        );
+        for says in [
+            "green with the host network and red without it",
+            "network = \"host\"",
+            "[check]",
+        ] {
+            assert!(reason.contains(says), "{says} missing: {reason}");
+            assert!(
+                said.contains(says),
+                "{says} missing from the run's output: {said}"
+            );
+        }
+        assert!(repo.shipped_items().is_empty());
+        repo.assert_clean_end();
+    }
+
+    // Opting out with the key the message names: the same check starts the work and ships it.
+    let out = run("network = \"host\"\n");
+    let said = crate::harness::text(&out);
+    assert_eq!(out.status.code(), Some(10), "{said}");
+    assert_eq!(sessions(), 1, "{said}");
+    assert_eq!(repo.shipped_items(), vec!["a".to_owned()], "{said}");
+    drop(listener);
+}
