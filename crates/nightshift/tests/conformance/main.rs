@@ -69,16 +69,7 @@ fn table(rows: &[Row]) -> String {
 /// "Known gaps"). They run and are reported like any other, but do not fail the suite; a gap that
 /// passes is said so (remove it from this list). Any other case that fails is run once more
 /// (the CLIs are real processes on a shared machine) and fails the suite if it fails again.
-const KNOWN_GAPS: &[(&str, &str)] = &[
-    (
-        "claude-2.1.197/stall",
-        "in the full suite (6 cases at a time) a session of 2.1.197 ran to the 4-minute session timeout instead of being seen stalled, twice in a row (the nudged session once, the first session once); it passed at lower load",
-    ),
-    (
-        "aider-0.86.2/stall",
-        "passes, but in 288 s of the case's 300 s deadline (aider's start-up under load): listed until it passes with a margin",
-    ),
-];
+const KNOWN_GAPS: &[(&str, &str)] = &[];
 
 fn known_gap(id: &str) -> Option<&'static str> {
     KNOWN_GAPS
