@@ -141,6 +141,27 @@ pub fn compare(head: &Head, journal: &JournalEnd) -> Result<u64, Tamper> {
     Ok(journal.count - at.count)
 }
 
+/// Whether an entry may be appended after `last` (the journal's last entry now, its position
+/// and kind), the journal holding `at` (the kind and MAC of the entry at the head's position,
+/// if there is one): not when the journal is behind `head`. Counts are not compared (an append
+/// does not read the whole journal); [`compare`] does at open and after every session.
+pub fn check_append(
+    head: &Head,
+    last: Option<(i64, String)>,
+    at: Option<(String, Option<String>)>,
+) -> Result<(), Tamper> {
+    let journal = JournalEnd {
+        last,
+        count: head.count,
+        at_head: at.map(|(kind, mac)| AtHead {
+            kind,
+            mac,
+            count: head.count,
+        }),
+    };
+    compare(head, &journal).map(|_| ())
+}
+
 /// Where the head of the database at `db` lives (`None` without a data directory, or when the
 /// database's directory cannot be resolved). Unit tests keep heads beside their databases.
 pub fn path_for(db: &Path) -> Option<PathBuf> {
@@ -301,6 +322,23 @@ mod tests {
         // Fewer entries than the head counts, with the last beyond it.
         let w = what(compare(&h, &journal(12, 8, Some(("x", Some("ab"), 7)))));
         assert!(w.contains("ends at entry 12"), "{w}");
+    }
+
+    #[test]
+    fn an_append_on_a_journal_behind_its_head_is_refused() {
+        let h = head(9, 9, "ab");
+        let last = |seq| Some((seq, "session_started".to_owned()));
+        let at = |mac: &str| Some(("session_started".to_owned(), Some(mac.to_owned())));
+        assert_eq!(check_append(&h, last(9), at("ab")), Ok(()));
+        assert_eq!(check_append(&h, last(11), at("ab")), Ok(()));
+        assert_eq!(check_append(&Head::empty(), None, None), Ok(()));
+        // Entries 8 and 9 deleted during a session: the next append would chain onto 7.
+        let w = what(check_append(&h, last(7), None).map(|()| 0));
+        assert!(w.contains("the journal ends at entry 7"), "{w}");
+        let w = what(check_append(&h, last(12), at("cd")).map(|()| 0));
+        assert!(w.contains("the database was replaced"), "{w}");
+        let w = what(check_append(&h, last(12), None).map(|()| 0));
+        assert!(w.contains("has no entry 9"), "{w}");
     }
 
     #[test]

@@ -470,6 +470,20 @@ impl Store {
         Ok((chain::Verdict::Intact { rows: count, head }, last))
     }
 
+    /// The heads an append checks the journal against (see [`follow_heads`]).
+    fn heads_to_follow(&self) -> Vec<head::Head> {
+        let Some(path) = &self.head else {
+            return Vec::new();
+        };
+        let mut heads = Vec::new();
+        if let head::Read::Head(h) = head::read(path) {
+            heads.push(h);
+        }
+        heads.extend(self.last_head.clone());
+        heads.retain(|h| h.count > 0);
+        heads
+    }
+
     /// Replaces the journal's head outside the database with `head`, unless the head there is
     /// already further (a concurrent writer's). Best effort: the journal is durable already, and
     /// a head that could not be written reads as behind it, which is no tampering.
@@ -531,12 +545,18 @@ impl Store {
         }
         let data = serde_json::to_string(&kind).map_err(StoreError::Encode)?;
         let (item, attempt) = kind.item_attempt();
+        // The heads this append must not fall behind: the one outside the database (read
+        // before the journal, like every check of it) and the one this writer last wrote.
+        let heads = self.heads_to_follow();
         let tx = self.conn.transaction()?;
         tx.execute(
             "INSERT INTO events (run_id, at, kind, item, attempt, data) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
             params![run_id, at, kind.name(), item, attempt, data],
         )?;
         let seq = tx.last_insert_rowid();
+        // After the insert, which took the write lock (a read first could not be upgraded
+        // once another writer committed).
+        follow_heads(&tx, &heads, seq)?;
         let mut new_head = None;
         if let Some(key) = &self.chain {
             let (prev_seq, prev): (i64, String) = tx
@@ -1013,6 +1033,38 @@ impl ChainRow {
             data: &self.data,
         }
     }
+}
+
+/// Refuses to append to a journal behind one of `heads` (entries deleted from its end during
+/// a session, the file swapped under this writer): the append would chain onto what is left
+/// and carry the head past the cut. `appending` is the entry being appended (not yet
+/// committed). Indexed reads, not a scan.
+fn follow_heads(
+    tx: &rusqlite::Transaction<'_>,
+    heads: &[head::Head],
+    appending: i64,
+) -> Result<(), StoreError> {
+    if heads.is_empty() {
+        return Ok(());
+    }
+    let last: Option<(i64, String)> = tx
+        .query_row(
+            "SELECT seq, kind FROM events WHERE seq < ?1 ORDER BY seq DESC LIMIT 1",
+            [appending],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .optional()?;
+    for h in heads {
+        let at: Option<(String, Option<String>)> = tx
+            .query_row(
+                "SELECT kind, mac FROM events WHERE seq = ?1",
+                [h.seq],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .optional()?;
+        head::check_append(h, last.clone(), at).map_err(StoreError::Tampered)?;
+    }
+    Ok(())
 }
 
 fn chain_rows(conn: &Connection) -> Result<Vec<ChainRow>, StoreError> {

@@ -486,3 +486,26 @@ fn the_head_counts_entries_another_writer_appended() {
     drop((engine, other));
     drop(Store::open(&path).unwrap());
 }
+
+#[test]
+fn an_append_after_entries_were_cut_from_the_end_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("state.db");
+    let mut store = journal_of(&path, 5);
+    // Another connection (an agent's sqlite3 shell) cuts the last two entries.
+    Connection::open(&path)
+        .unwrap()
+        .execute("DELETE FROM events WHERE seq > 3", [])
+        .unwrap();
+    let err = store
+        .record("r1", "t9", EventKind::RunResumed { pid: 9 })
+        .err()
+        .expect("refused");
+    let StoreError::Tampered(t) = err else {
+        panic!("{err}");
+    };
+    assert!(t.to_string().contains("the journal ends at entry 3"), "{t}");
+    // Nothing was appended, and the head still names entry 5.
+    assert_eq!(store.last_seq().unwrap(), 3);
+    assert!(matches!(head_of(&path), head::Read::Head(h) if h.seq == 5));
+}
