@@ -318,10 +318,12 @@ impl Store {
     }
 
     /// Opens for writing with `key`, sealing rows from before the chain, without checking it.
-    /// A database that did not exist gets a fresh head (whatever head a database at this path
-    /// left is not its own: a person moved the old one aside to start afresh).
+    /// A database that did not exist (or an empty file) gets a fresh head: whatever head a
+    /// database at this path left is not its own (a person moved the old one aside to start
+    /// afresh, as `store_tampered` tells them to).
     pub fn open_unchecked(path: &Path, key: Option<chain::ChainKey>) -> Result<Store, StoreError> {
-        let existed = path.exists();
+        // An empty file is no database yet (SQLite makes one in it), as a missing one.
+        let existed = std::fs::metadata(path).is_ok_and(|m| m.len() > 0);
         let mut conn = Connection::open(path).map_err(|source| StoreError::Open {
             path: path.display().to_string(),
             source,

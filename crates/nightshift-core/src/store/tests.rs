@@ -468,6 +468,14 @@ fn a_database_moved_aside_starts_afresh_with_a_fresh_head() {
     assert_eq!(head_of(&path), head::Read::Head(head::Head::empty()));
     store.record("r2", "t0", started(&["a"])).unwrap();
     assert!(matches!(head_of(&path), head::Read::Head(h) if h.seq == 1 && h.count == 1));
+    drop(store);
+    // An emptied file is the same: no database, no older copy.
+    std::fs::write(&path, "").unwrap();
+    for side in ["-wal", "-shm"] {
+        let _ = std::fs::remove_file(dir.path().join(format!("state.db{side}")));
+    }
+    drop(Store::open(&path).unwrap());
+    assert_eq!(head_of(&path), head::Read::Head(head::Head::empty()));
 }
 
 #[test]
