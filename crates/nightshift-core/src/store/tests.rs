@@ -507,8 +507,7 @@ fn an_append_after_entries_were_cut_from_the_end_is_refused() {
         .unwrap();
     let err = store
         .record("r1", "t9", EventKind::RunResumed { pid: 9 })
-        .err()
-        .expect("refused");
+        .expect_err("refused");
     let StoreError::Tampered(t) = err else {
         panic!("{err}");
     };
