@@ -224,10 +224,13 @@ pub fn doctor(
     Report { findings }
 }
 
-/// `store`: whether the journal's hash chain holds (issue 12); `None` without a state database
-/// or a chain key to check with.
+/// `store`: whether the journal's hash chain holds and reaches its head outside the database
+/// (issue 12); `None` without a state database or a chain key to check with.
 fn store_chain(ws: &Workspace) -> Option<Finding> {
-    use crate::store::{Store, chain::Verdict};
+    use crate::store::{
+        Store,
+        chain::{HeadState, Verdict},
+    };
     const NAME: &str = "store";
     if !ws.state_db().exists() {
         return None;
@@ -235,10 +238,37 @@ fn store_chain(ws: &Workspace) -> Option<Finding> {
     let store = Store::open_read_only(&ws.state_db()).ok()?;
     Some(match store.verify_chain().ok()? {
         Verdict::NoKey => return None,
-        Verdict::Intact { rows } => Finding::ok(
+        Verdict::Intact {
+            rows,
+            head: HeadState::Holds { .. },
+        } => Finding::ok(
             NAME,
             GateClass::Safety,
-            format!("the journal's hash chain holds ({rows} entries)"),
+            format!(
+                "the journal's hash chain holds ({rows} entries) and reaches its head outside the database"
+            ),
+        ),
+        Verdict::Intact {
+            rows,
+            head: HeadState::Missing,
+        } => Finding::warn(
+            NAME,
+            GateClass::Safety,
+            format!(
+                "the journal's hash chain holds ({rows} entries), but its head outside the database is missing (a journal from before heads were kept, a wiped data directory or a moved repository): entries cut from its end would go unseen"
+            ),
+            "the next `nightshift run` writes the head from the journal as it stands",
+        ),
+        Verdict::Intact {
+            rows,
+            head: HeadState::Nowhere,
+        } => Finding::warn(
+            NAME,
+            GateClass::Safety,
+            format!(
+                "the journal's hash chain holds ({rows} entries), but there is no data directory to keep its head in: entries cut from its end would go unseen"
+            ),
+            "set NIGHTSHIFT_DATA_DIR, XDG_DATA_HOME or HOME to an absolute path",
         ),
         Verdict::Broken(tamper) => Finding::fail(
             NAME,

@@ -89,6 +89,18 @@ impl Engine<'_> {
     /// The engine stopped on an error (the run stays resumable, but nothing resumes it by
     /// itself): a person is required.
     pub(super) fn alert_stopped(&self, error: &super::EngineError) {
+        // A journal found behind its head as an entry was appended (issue 12): an integrity
+        // stop, not a resumable one.
+        if let super::EngineError::Store(crate::store::StoreError::Tampered(t)) = error {
+            self.alert(
+                AlertKind::Integrity,
+                format!(
+                    "store_tampered: {t}; the run does not go on (`nightshift doctor` says more)"
+                ),
+                None,
+            );
+            return;
+        }
         let mut text = error.to_string();
         let mut source = std::error::Error::source(error);
         while let Some(s) = source {

@@ -6,8 +6,9 @@
 //!
 //! Rows written before the chain existed (schema 5 and older) are sealed by the first writer
 //! that opens the database with a key; after that, a row without a MAC is tampering.
-//! Not covered: rows cut from the end of the journal (the chain's head is not kept outside
-//! the database), and a database replaced wholesale by an older copy.
+//! Rows cut from the end of the journal, and the file replaced by an older copy of itself or
+//! by a database made without the key, are seen against the chain's head, kept outside the
+//! database (`head.rs`).
 
 use sha2::{Digest, Sha256};
 
@@ -100,33 +101,51 @@ fn hmac_sha256(key: &[u8; 32], message: &[u8]) -> [u8; 32] {
 
 /// Where the chain was first found broken.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Tamper {
-    /// The journal position of the first row that does not hold.
-    pub seq: i64,
-    /// Its kind, as the row says now.
-    pub kind: String,
-    /// What is wrong with it.
-    pub what: String,
+pub enum Tamper {
+    /// The first row that does not hold.
+    Row {
+        /// Its journal position.
+        seq: i64,
+        /// Its kind, as the row says now.
+        kind: String,
+        /// What is wrong with it.
+        what: String,
+    },
+    /// The journal is behind its head outside the database (see `head.rs`): what was found,
+    /// in words.
+    Head(String),
 }
 
 impl std::fmt::Display for Tamper {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "journal entry {} ({}) {}",
-            self.seq, self.kind, self.what
-        )
+        match self {
+            Tamper::Row { seq, kind, what } => write!(f, "journal entry {seq} ({kind}) {what}"),
+            Tamper::Head(what) => f.write_str(what),
+        }
     }
+}
+
+/// How the journal stands against its head outside the database.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HeadState {
+    /// The head holds; the journal has `ahead` entries after it (appends whose head write a
+    /// crash or a concurrent writer cut off; the next writer brings it up to date).
+    Holds { ahead: u64 },
+    /// There is none, or it is unreadable: a journal from before heads were kept, a data
+    /// directory wiped, a repository moved. The next writer writes one.
+    Missing,
+    /// There is no place for one (no data directory).
+    Nowhere,
 }
 
 /// What a check of the chain found.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Verdict {
-    /// Every row holds (`rows` checked).
-    Intact { rows: usize },
+    /// Every row holds (`rows` checked), and the journal is not behind its head.
+    Intact { rows: usize, head: HeadState },
     /// No key to check with (a reader where none was ever created).
     NoKey,
-    /// The first row that does not hold.
+    /// The first row that does not hold, or the journal is behind its head.
     Broken(Tamper),
 }
 

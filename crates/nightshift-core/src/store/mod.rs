@@ -5,6 +5,7 @@
 pub mod chain;
 mod event;
 mod fold;
+pub mod head;
 mod lock;
 mod schema;
 
@@ -43,7 +44,8 @@ pub enum StoreError {
         "write the state database {path}: it was deleted or replaced while this engine had it open (it would write on into an unlinked file)"
     )]
     Replaced { path: String },
-    /// The journal's hash chain does not hold (issue 12): a row was edited or removed.
+    /// The journal's hash chain does not hold (issue 12): a row was edited or removed, or the
+    /// journal is behind its head outside the database.
     #[error("trust the state database: store_tampered: {0}")]
     Tampered(chain::Tamper),
 }
@@ -268,6 +270,12 @@ pub struct Store {
     /// The journal chain's key (issue 12); `None` where there is none (rows are then written
     /// without a MAC, and the chain cannot be checked).
     chain: Option<chain::ChainKey>,
+    /// Where the journal's head outside the database lives (`head.rs`); `None` where there is
+    /// no place for one.
+    head: Option<std::path::PathBuf>,
+    /// The head this writer last wrote or found (`None`: not known), so an append counts the
+    /// journal's entries without reading it.
+    last_head: Option<head::Head>,
 }
 
 /// The chain key a writer uses: the user's (created on first use); a fixed one in unit tests.
@@ -286,17 +294,36 @@ fn identity_of(path: &Path) -> Option<(u64, u64)> {
 
 impl Store {
     /// Opens (creating if needed) the database for writing, migrates it, and checks the
-    /// journal's hash chain: a row edited or removed is [`StoreError::Tampered`].
+    /// journal's hash chain and its head: a row edited or removed, or entries cut from the end
+    /// (or the file replaced by an older copy), is [`StoreError::Tampered`]. A head that is
+    /// missing or behind the journal is written.
     pub fn open(path: &Path) -> Result<Store, StoreError> {
-        let store = Store::open_unchecked(path, writer_key())?;
-        if let chain::Verdict::Broken(tamper) = store.verify_chain()? {
-            return Err(StoreError::Tampered(tamper));
+        let mut store = Store::open_unchecked(path, writer_key())?;
+        let (verdict, last) = store.check_chain()?;
+        match verdict {
+            chain::Verdict::Broken(tamper) => return Err(StoreError::Tampered(tamper)),
+            chain::Verdict::Intact {
+                head: chain::HeadState::Holds { ahead: 0 },
+                ..
+            } => store.last_head = last,
+            chain::Verdict::Intact { .. } => {
+                if let Some(last) = last {
+                    store.write_head(&last);
+                    store.last_head = Some(last);
+                }
+            }
+            chain::Verdict::NoKey => {}
         }
         Ok(store)
     }
 
     /// Opens for writing with `key`, sealing rows from before the chain, without checking it.
+    /// A database that did not exist (or an empty file) gets a fresh head: whatever head a
+    /// database at this path left is not its own (a person moved the old one aside to start
+    /// afresh, as `store_tampered` tells them to).
     pub fn open_unchecked(path: &Path, key: Option<chain::ChainKey>) -> Result<Store, StoreError> {
+        // An empty file is no database yet (SQLite makes one in it), as a missing one.
+        let existed = std::fs::metadata(path).is_ok_and(|m| m.len() > 0);
         let mut conn = Connection::open(path).map_err(|source| StoreError::Open {
             path: path.display().to_string(),
             source,
@@ -307,21 +334,34 @@ impl Store {
         conn.busy_timeout(std::time::Duration::from_secs(10))?;
         schema::migrate(&mut conn)?;
         let identity = identity_of(path).map(|id| (path.to_owned(), id));
+        let head = key.as_ref().and_then(|_| head::path_for(path));
         let store = Store {
             conn,
             identity,
             chain: key,
+            head,
+            last_head: None,
         };
+        if !existed {
+            store.write_head(&head::Head::empty());
+        }
         store.seal_legacy()?;
         Ok(store)
     }
 
     /// Seals a journal that has no MAC at all yet (written before schema 6): the rows are
-    /// trusted as they are now, as they were before.
+    /// trusted as they are now, as they were before. Not when a head outside the database
+    /// names entries: the journal had MACs then, so one without any replaced it.
     fn seal_legacy(&self) -> Result<(), StoreError> {
         let Some(key) = &self.chain else {
             return Ok(());
         };
+        if let Some(path) = &self.head
+            && let head::Read::Head(h) = head::read(path)
+            && h.count > 0
+        {
+            return Ok(());
+        }
         let chained: bool = self.conn.query_row(
             "SELECT EXISTS (SELECT 1 FROM events WHERE mac IS NOT NULL)",
             [],
@@ -345,24 +385,52 @@ impl Store {
     }
 
     /// Checks the journal's hash chain, row by row: the first row whose MAC does not hold
-    /// (edited by hand or by an agent, or after a removed row), or that lost its MAC, is named.
+    /// (edited by hand or by an agent, or after a removed row), or that lost its MAC, is named;
+    /// then the journal against its head outside the database: a journal behind it (entries
+    /// cut from its end, an older copy of the file, another database) is named too.
     pub fn verify_chain(&self) -> Result<chain::Verdict, StoreError> {
+        Ok(self.check_chain()?.0)
+    }
+
+    /// [`Store::verify_chain`], and the journal's last entry as a head.
+    fn check_chain(&self) -> Result<(chain::Verdict, Option<head::Head>), StoreError> {
         let Some(key) = self.chain.clone().or_else(chain::ChainKey::load) else {
-            return Ok(chain::Verdict::NoKey);
+            return Ok((chain::Verdict::NoKey, None));
+        };
+        // The head first: it is written after the journal commits, so a head read before the
+        // journal is never ahead of it (a concurrent writer cannot make this read a false
+        // tampering).
+        let found_head = self.head.as_deref().map(head::read);
+        let named = match &found_head {
+            Some(head::Read::Head(h)) if h.count > 0 => Some(h.seq),
+            _ => None,
         };
         let rows = chain_rows(&self.conn)?;
         let mut prev = String::new();
         let mut chained = false;
         let count = rows.len();
+        let mut end = head::JournalEnd::default();
         for row in rows {
+            end.count += 1;
+            if Some(row.seq) == named {
+                end.at_head = Some(head::AtHead {
+                    kind: row.kind.clone(),
+                    mac: row.mac.clone(),
+                    count: end.count,
+                });
+            }
             let Some(found) = &row.mac else {
                 if chained {
-                    return Ok(chain::Verdict::Broken(chain::Tamper {
-                        seq: row.seq,
-                        kind: row.kind,
-                        what: "has lost its MAC".into(),
-                    }));
+                    return Ok((
+                        chain::Verdict::Broken(chain::Tamper::Row {
+                            seq: row.seq,
+                            kind: row.kind,
+                            what: "has lost its MAC".into(),
+                        }),
+                        None,
+                    ));
                 }
+                end.last = Some((row.seq, row.kind));
                 continue;
             };
             let expected = chain::mac(&key, &prev, &row.as_row());
@@ -372,16 +440,66 @@ impl Store {
                 } else {
                     "does not match its MAC: it was edited"
                 };
-                return Ok(chain::Verdict::Broken(chain::Tamper {
-                    seq: row.seq,
-                    kind: row.kind,
-                    what: what.into(),
-                }));
+                return Ok((
+                    chain::Verdict::Broken(chain::Tamper::Row {
+                        seq: row.seq,
+                        kind: row.kind,
+                        what: what.into(),
+                    }),
+                    None,
+                ));
             }
             chained = true;
             prev = expected;
+            end.last = Some((row.seq, row.kind));
         }
-        Ok(chain::Verdict::Intact { rows: count })
+        let last = Some(match &end.last {
+            Some((seq, _)) => head::Head {
+                seq: *seq,
+                count: end.count,
+                mac: prev,
+            },
+            None => head::Head::empty(),
+        });
+        let head = match found_head {
+            None => chain::HeadState::Nowhere,
+            Some(head::Read::Missing | head::Read::Unreadable) => chain::HeadState::Missing,
+            Some(head::Read::Head(h)) => match head::compare(&h, &end) {
+                Ok(ahead) => chain::HeadState::Holds { ahead },
+                Err(tamper) => return Ok((chain::Verdict::Broken(tamper), None)),
+            },
+        };
+        Ok((chain::Verdict::Intact { rows: count, head }, last))
+    }
+
+    /// The heads an append checks the journal against (see [`follow_heads`]).
+    fn heads_to_follow(&self) -> Vec<head::Head> {
+        let Some(path) = &self.head else {
+            return Vec::new();
+        };
+        let mut heads = Vec::new();
+        if let head::Read::Head(h) = head::read(path) {
+            heads.push(h);
+        }
+        heads.extend(self.last_head.clone());
+        heads.retain(|h| h.count > 0);
+        heads
+    }
+
+    /// Replaces the journal's head outside the database with `head`, unless the head there is
+    /// already further (a concurrent writer's). Best effort: the journal is durable already, and
+    /// a head that could not be written reads as behind it, which is no tampering.
+    fn write_head(&self, head: &head::Head) {
+        let Some(path) = &self.head else {
+            return;
+        };
+        if head.count > 0
+            && let head::Read::Head(there) = head::read(path)
+            && there.seq >= head.seq
+        {
+            return;
+        }
+        let _ = head::write(path, head);
     }
 
     /// Fails when the file this store was opened on is no longer at its path.
@@ -413,6 +531,8 @@ impl Store {
             conn,
             identity: None,
             chain: None,
+            head: head::path_for(path),
+            last_head: None,
         })
     }
 
@@ -427,18 +547,28 @@ impl Store {
         }
         let data = serde_json::to_string(&kind).map_err(StoreError::Encode)?;
         let (item, attempt) = kind.item_attempt();
+        // The heads this append must not fall behind: the one outside the database (read
+        // before the journal, like every check of it) and the one this writer last wrote.
+        let heads = self.heads_to_follow();
         let tx = self.conn.transaction()?;
         tx.execute(
             "INSERT INTO events (run_id, at, kind, item, attempt, data) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
             params![run_id, at, kind.name(), item, attempt, data],
         )?;
         let seq = tx.last_insert_rowid();
+        // After the insert, which took the write lock (a read first could not be upgraded
+        // once another writer committed).
+        follow_heads(&tx, &heads, seq)?;
+        let mut new_head = None;
         if let Some(key) = &self.chain {
-            let prev: String = tx.query_row(
-                "SELECT COALESCE((SELECT mac FROM events WHERE seq < ?1 ORDER BY seq DESC LIMIT 1), '')",
-                [seq],
-                |r| r.get(0),
-            )?;
+            let (prev_seq, prev): (i64, String) = tx
+                .query_row(
+                    "SELECT seq, COALESCE(mac, '') FROM events WHERE seq < ?1 ORDER BY seq DESC LIMIT 1",
+                    [seq],
+                    |r| Ok((r.get(0)?, r.get(1)?)),
+                )
+                .optional()?
+                .unwrap_or((0, String::new()));
             let mac = chain::mac(
                 key,
                 &prev,
@@ -456,12 +586,29 @@ impl Store {
                 "UPDATE events SET mac = ?1 WHERE seq = ?2",
                 params![mac, seq],
             )?;
+            // The entries up to this one: one more than this writer's last head when that was
+            // the entry before (the common case, no read of the journal), else counted.
+            if self.head.is_some() {
+                let count = match &self.last_head {
+                    Some(h) if h.seq == prev_seq => h.count + 1,
+                    _ => tx
+                        .query_row("SELECT COUNT(*) FROM events", [], |r| r.get::<_, i64>(0))?
+                        .unsigned_abs(),
+                };
+                new_head = Some(head::Head { seq, count, mac });
+            }
         }
         fold::apply(&tx, run_id, at, &kind)?;
         tx.commit()?;
         // Every journaled kind, whoever records it (the engine, its teardown and receipt hooks,
-        // `accept`, `tell`), passes its failpoint right after it is durable.
+        // `accept`, `tell`), passes its failpoint right after it is durable — before the head
+        // outside the database follows it, so every crash point also leaves the head behind
+        // the journal by this entry, as a crash between the two would.
         crate::failpoint::hit(kind.name());
+        if let Some(h) = new_head {
+            self.write_head(&h);
+            self.last_head = Some(h);
+        }
         Ok(Event {
             seq,
             run_id: run_id.to_owned(),
@@ -888,6 +1035,38 @@ impl ChainRow {
             data: &self.data,
         }
     }
+}
+
+/// Refuses to append to a journal behind one of `heads` (entries deleted from its end during
+/// a session, the file swapped under this writer): the append would chain onto what is left
+/// and carry the head past the cut. `appending` is the entry being appended (not yet
+/// committed). Indexed reads, not a scan.
+fn follow_heads(
+    tx: &rusqlite::Transaction<'_>,
+    heads: &[head::Head],
+    appending: i64,
+) -> Result<(), StoreError> {
+    if heads.is_empty() {
+        return Ok(());
+    }
+    let last: Option<(i64, String)> = tx
+        .query_row(
+            "SELECT seq, kind FROM events WHERE seq < ?1 ORDER BY seq DESC LIMIT 1",
+            [appending],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .optional()?;
+    for h in heads {
+        let at: Option<(String, Option<String>)> = tx
+            .query_row(
+                "SELECT kind, mac FROM events WHERE seq = ?1",
+                [h.seq],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .optional()?;
+        head::check_append(h, last.clone(), at).map_err(StoreError::Tampered)?;
+    }
+    Ok(())
 }
 
 fn chain_rows(conn: &Connection) -> Result<Vec<ChainRow>, StoreError> {

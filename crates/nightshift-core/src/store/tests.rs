@@ -229,7 +229,10 @@ fn an_edited_or_removed_journal_row_breaks_the_chain_at_that_row() {
     }
     assert_eq!(
         store.verify_chain().unwrap(),
-        chain::Verdict::Intact { rows: 3 }
+        chain::Verdict::Intact {
+            rows: 3,
+            head: chain::HeadState::Holds { ahead: 0 }
+        }
     );
     store
         .conn
@@ -238,10 +241,12 @@ fn an_edited_or_removed_journal_row_breaks_the_chain_at_that_row() {
             [],
         )
         .unwrap();
-    let chain::Verdict::Broken(t) = store.verify_chain().unwrap() else {
+    let chain::Verdict::Broken(chain::Tamper::Row { seq, kind, .. }) =
+        store.verify_chain().unwrap()
+    else {
         panic!("an edited row holds");
     };
-    assert_eq!((t.seq, t.kind.as_str()), (2, "run_resumed"));
+    assert_eq!((seq, kind.as_str()), (2, "run_resumed"));
     drop(store);
     assert!(matches!(Store::open(&path), Err(StoreError::Tampered(_))));
     // A removed row: the next one no longer follows its predecessor.
@@ -257,10 +262,11 @@ fn an_edited_or_removed_journal_row_breaks_the_chain_at_that_row() {
         .conn
         .execute("DELETE FROM events WHERE seq = 2", [])
         .unwrap();
-    let chain::Verdict::Broken(t) = store.verify_chain().unwrap() else {
+    let chain::Verdict::Broken(chain::Tamper::Row { seq, .. }) = store.verify_chain().unwrap()
+    else {
         panic!("a removed row is not seen");
     };
-    assert_eq!(t.seq, 3);
+    assert_eq!(seq, 3);
 }
 
 #[test]
@@ -278,4 +284,235 @@ fn drifted_state_is_named_and_rebuilt_from_the_journal() {
     store.rebuild_state().unwrap();
     assert_eq!(store.state_drift().unwrap(), None);
     assert_eq!(store.items("r1").unwrap()[0].check_command, None);
+}
+
+/// A store with `n` entries of one run.
+fn journal_of(path: &Path, n: usize) -> Store {
+    let mut store = Store::open(path).unwrap();
+    store.record("r1", "t0", started(&["a"])).unwrap();
+    for i in 1..n {
+        store
+            .record("r1", &format!("t{i}"), EventKind::RunResumed { pid: 1 })
+            .unwrap();
+    }
+    store
+}
+
+fn head_of(path: &Path) -> head::Read {
+    head::read(&head::path_for(path).unwrap())
+}
+
+fn tampered(path: &Path) -> String {
+    match Store::open(path) {
+        Err(StoreError::Tampered(t)) => t.to_string(),
+        Err(e) => panic!("another error: {e}"),
+        Ok(_) => panic!("opened"),
+    }
+}
+
+#[test]
+fn every_append_moves_the_head_outside_the_database() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("state.db");
+    let store = journal_of(&path, 3);
+    let head::Read::Head(h) = head_of(&path) else {
+        panic!("no head");
+    };
+    let last: String = store
+        .conn
+        .query_row("SELECT mac FROM events WHERE seq = 3", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!((h.seq, h.count, h.mac), (3, 3, last));
+}
+
+#[test]
+fn entries_cut_from_the_end_are_named_against_the_head() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("state.db");
+    let store = journal_of(&path, 5);
+    store
+        .conn
+        .execute("DELETE FROM events WHERE seq > 3", [])
+        .unwrap();
+    // The chain alone holds: what is left is a prefix.
+    let chain::Verdict::Broken(chain::Tamper::Head(what)) = store.verify_chain().unwrap() else {
+        panic!("a cut tail is not seen");
+    };
+    assert!(
+        what.starts_with(
+            "the journal ends at entry 3 (run_resumed, 3 entries) but its head outside the database says it ends at entry 5 (5 entries)"
+        ),
+        "{what}"
+    );
+    drop(store);
+    assert!(tampered(&path).contains("deleted from its end"));
+}
+
+#[test]
+fn an_older_copy_of_the_database_is_named_against_the_head() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("state.db");
+    let older = dir.path().join("older.db");
+    let mut store = journal_of(&path, 2);
+    store
+        .conn
+        .execute(&format!("VACUUM INTO '{}'", older.display()), [])
+        .unwrap();
+    store
+        .record("r1", "t9", EventKind::RunResumed { pid: 2 })
+        .unwrap();
+    drop(store);
+    std::fs::rename(&older, &path).unwrap();
+    let what = tampered(&path);
+    assert!(
+        what.contains("the journal ends at entry 2") && what.contains("an older copy"),
+        "{what}"
+    );
+}
+
+#[test]
+fn a_database_made_without_the_key_is_not_sealed_over_its_head() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("state.db");
+    drop(journal_of(&path, 2));
+    // The agent's own database in its place, longer than the real one, with no MACs (as
+    // from before the chain): it must not be sealed as a legacy journal.
+    {
+        let conn = Connection::open(&path).unwrap();
+        conn.execute("DELETE FROM events", []).unwrap();
+        for at in ["a", "b", "c"] {
+            conn.execute(
+                "INSERT INTO events (run_id, at, kind, data) VALUES ('r1', ?1, 'run_resumed', '{\"run_resumed\":{\"pid\":1}}')",
+                [at],
+            )
+            .unwrap();
+        }
+    }
+    let what = tampered(&path);
+    assert!(what.contains("the database was replaced"), "{what}");
+    let sealed: i64 = Connection::open(&path)
+        .unwrap()
+        .query_row("SELECT COUNT(mac) FROM events", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(sealed, 0, "not sealed");
+}
+
+#[test]
+fn a_head_behind_the_journal_holds_and_catches_up() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("state.db");
+    drop(journal_of(&path, 4));
+    let head_path = head::path_for(&path).unwrap();
+    let head::Read::Head(at4) = head::read(&head_path) else {
+        panic!("no head");
+    };
+    // As a crash between the commit of entry 4 and its head write leaves it: one behind.
+    let mac3: String = Connection::open(&path)
+        .unwrap()
+        .query_row("SELECT mac FROM events WHERE seq = 3", [], |r| r.get(0))
+        .unwrap();
+    let at3 = head::Head {
+        seq: 3,
+        count: 3,
+        mac: mac3,
+    };
+    head::write(&head_path, &at3).unwrap();
+    let store = Store::open(&path).unwrap();
+    assert_eq!(head::read(&head_path), head::Read::Head(at4), "caught up");
+    drop(store);
+    // Read-only, a head behind is said as such.
+    head::write(&head_path, &at3).unwrap();
+    let reader = Store {
+        chain: writer_key(),
+        ..Store::open_read_only(&path).unwrap()
+    };
+    assert_eq!(
+        reader.verify_chain().unwrap(),
+        chain::Verdict::Intact {
+            rows: 4,
+            head: chain::HeadState::Holds { ahead: 1 }
+        }
+    );
+}
+
+#[test]
+fn a_missing_head_is_no_tampering_and_is_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("state.db");
+    drop(journal_of(&path, 3));
+    let head_path = head::path_for(&path).unwrap();
+    std::fs::remove_file(&head_path).unwrap();
+    let reader = Store {
+        chain: writer_key(),
+        ..Store::open_read_only(&path).unwrap()
+    };
+    assert_eq!(
+        reader.verify_chain().unwrap(),
+        chain::Verdict::Intact {
+            rows: 3,
+            head: chain::HeadState::Missing
+        }
+    );
+    drop(reader);
+    drop(Store::open(&path).unwrap());
+    assert!(matches!(head::read(&head_path), head::Read::Head(h) if h.seq == 3));
+}
+
+#[test]
+fn a_database_moved_aside_starts_afresh_with_a_fresh_head() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("state.db");
+    drop(journal_of(&path, 3));
+    std::fs::rename(&path, dir.path().join("state.db.tampered")).unwrap();
+    let mut store = Store::open(&path).unwrap();
+    assert_eq!(head_of(&path), head::Read::Head(head::Head::empty()));
+    store.record("r2", "t0", started(&["a"])).unwrap();
+    assert!(matches!(head_of(&path), head::Read::Head(h) if h.seq == 1 && h.count == 1));
+    drop(store);
+    // An emptied file is the same: no database, no older copy.
+    std::fs::write(&path, "").unwrap();
+    for side in ["-wal", "-shm"] {
+        let _ = std::fs::remove_file(dir.path().join(format!("state.db{side}")));
+    }
+    drop(Store::open(&path).unwrap());
+    assert_eq!(head_of(&path), head::Read::Head(head::Head::empty()));
+}
+
+#[test]
+fn the_head_counts_entries_another_writer_appended() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("state.db");
+    let mut engine = journal_of(&path, 2);
+    let mut other = Store::open(&path).unwrap();
+    other
+        .record("r1", "t5", EventKind::RunResumed { pid: 3 })
+        .unwrap();
+    engine
+        .record("r1", "t6", EventKind::RunResumed { pid: 4 })
+        .unwrap();
+    assert!(matches!(head_of(&path), head::Read::Head(h) if (h.seq, h.count) == (4, 4)));
+    drop((engine, other));
+    drop(Store::open(&path).unwrap());
+}
+
+#[test]
+fn an_append_after_entries_were_cut_from_the_end_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("state.db");
+    let mut store = journal_of(&path, 5);
+    // Another connection (an agent's sqlite3 shell) cuts the last two entries.
+    Connection::open(&path)
+        .unwrap()
+        .execute("DELETE FROM events WHERE seq > 3", [])
+        .unwrap();
+    let err = store
+        .record("r1", "t9", EventKind::RunResumed { pid: 9 })
+        .expect_err("refused");
+    let StoreError::Tampered(t) = err else {
+        panic!("{err}");
+    };
+    assert!(t.to_string().contains("the journal ends at entry 3"), "{t}");
+    // Nothing was appended, and the head still names entry 5.
+    assert_eq!(store.last_seq().unwrap(), 3);
+    assert!(matches!(head_of(&path), head::Read::Head(h) if h.seq == 5));
 }

@@ -19,6 +19,7 @@ mod field;
 mod fixpoint;
 mod guards;
 mod integrate;
+mod journal_head;
 mod lifecycle;
 mod lock;
 mod notify;
