@@ -115,7 +115,7 @@ impl Engine<'_> {
         att: &AttemptRow,
     ) -> Result<bool, EngineError> {
         // `exit-code` keeps no results, but the base's verdict is what tells a check that needs
-        // the network from an ordinary red base (decisions: hermetic-1).
+        // the network from an ordinary red base (decision 93).
         let exit_code = self.config.check.format == FormatChoice::ExitCode;
         if (exit_code && !self.probe_hermetic) || att.iteration > 0 {
             return Ok(false);
