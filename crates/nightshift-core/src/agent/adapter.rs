@@ -72,6 +72,10 @@ pub struct Invocation<'a> {
     pub session_id: &'a str,
     /// Resume this CLI session (the id the CLI reported) instead of starting one.
     pub resume: Option<&'a str>,
+    /// nightshift's own confinement (Landlock, through the session helper) holds for this
+    /// process: a CLI whose own sandbox cannot run inside it (Codex's bubblewrap needs to write
+    /// `/proc/self/uid_map`) leaves the confining to nightshift.
+    pub confined: bool,
 }
 
 /// A command line ready to spawn.
@@ -295,11 +299,16 @@ mod tests {
     }
 
     fn launch(a: &AgentConfig, resume: Option<&str>) -> Launch {
+        launch_in(a, resume, false)
+    }
+
+    fn launch_in(a: &AgentConfig, resume: Option<&str>, confined: bool) -> Launch {
         adapter_for(a.kind).launch(&Invocation {
             agent: a,
             prompt_file: Path::new("/logs/p.md"),
             session_id: "sid",
             resume,
+            confined,
         })
     }
 
@@ -391,6 +400,25 @@ mod tests {
         let mut want = vec!["codex", "exec", "--extra", "resume", "th-1"];
         want.extend(tail);
         assert_eq!(argv(&a, Some("th-1")), want);
+    }
+
+    #[test]
+    fn codex_inside_nightshifts_confinement_runs_without_its_own_sandbox_unless_told() {
+        let a = agent(AgentKind::Codex);
+        let confined = launch_in(&a, None, true).argv;
+        assert!(
+            confined.contains(&"sandbox_mode=\"danger-full-access\"".to_owned()),
+            "{confined:?}"
+        );
+        assert!(!confined.contains(&"sandbox_mode=\"workspace-write\"".to_owned()));
+        // The user's choice stands, confined or not.
+        let mut chosen = agent(AgentKind::Codex);
+        chosen.policy.permission_mode = Some("read-only".into());
+        let argv = launch_in(&chosen, None, true).argv;
+        assert!(
+            argv.contains(&"sandbox_mode=\"read-only\"".to_owned()),
+            "{argv:?}"
+        );
     }
 
     #[test]

@@ -515,6 +515,13 @@ fn classify(message: &str, clock: &ResetClock) -> FinishKind {
 /// refuses every write).
 pub const DEFAULT_SANDBOX: &str = "workspace-write";
 
+/// The sandbox when `[agent] permission_mode` is not set and nightshift's own confinement holds:
+/// Codex's `workspace-write` runs each command in bubblewrap, which must write
+/// `/proc/self/uid_map`, and Landlock (which lets the agent write only its clone, its temp dir
+/// and `~/.codex`) refuses that: every command failed "bwrap: setting up uid map: Permission
+/// denied". Codex's own words for this mode: for environments that are externally sandboxed.
+pub const CONFINED_SANDBOX: &str = "danger-full-access";
+
 /// Codex: `codex exec --json` with the prompt on stdin (`-`), the sandbox and approvals set by
 /// `-c` (which `exec resume` accepts too; it has no `--sandbox`), and `exec resume <thread_id>`
 /// to continue a thread. The user's `args` go right after `exec`, where `exec` parses them
@@ -541,7 +548,11 @@ impl super::adapter::Adapter for CodexAdapter {
             .policy
             .permission_mode
             .as_deref()
-            .unwrap_or(DEFAULT_SANDBOX);
+            .unwrap_or(if inv.confined {
+                CONFINED_SANDBOX
+            } else {
+                DEFAULT_SANDBOX
+            });
         argv.extend([
             "--json".to_owned(),
             "--skip-git-repo-check".to_owned(),
@@ -577,7 +588,12 @@ impl super::adapter::Adapter for CodexAdapter {
             .permission_mode
             .as_deref()
             .unwrap_or(DEFAULT_SANDBOX);
-        format!("-c sandbox_mode=\"{sandbox}\", -c approval_policy=\"never\"")
+        match agent.policy.permission_mode {
+            Some(_) => format!("-c sandbox_mode=\"{sandbox}\", -c approval_policy=\"never\""),
+            None => format!(
+                "-c sandbox_mode=\"{CONFINED_SANDBOX}\" inside nightshift's Landlock confinement (else \"{sandbox}\"), -c approval_policy=\"never\""
+            ),
+        }
     }
 
     fn parser(&self, _agent: &crate::config::AgentConfig) -> Option<Box<dyn StreamParser>> {

@@ -34,6 +34,7 @@ pub(super) fn spec(s: SessionSetup<'_>) -> ProcessSpec {
         prompt_file: s.prompt_file,
         session_id: s.session_id,
         resume: s.resume,
+        confined: crate::sandbox::agents_confined(),
     });
     let mut env = s.env;
     env.extend(launch.env);

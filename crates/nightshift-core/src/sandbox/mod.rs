@@ -312,6 +312,21 @@ pub fn for_agent(
     c
 }
 
+/// Whether agent sessions of this process run under nightshift's Landlock confinement (the
+/// helper is registered, confinement is not turned off, and the kernel grants Landlock):
+/// probed once, by the helper itself.
+pub fn agents_confined() -> bool {
+    static CONFINED: OnceLock<bool> = OnceLock::new();
+    *CONFINED.get_or_init(|| {
+        if turned_off() || helper().is_none() {
+            return false;
+        }
+        let tmp = std::env::temp_dir();
+        let spec = Confinement::agent(&tmp, &tmp.join(".nightshift"), tmp.clone(), Vec::new()).spec;
+        probe(&spec).landlock
+    })
+}
+
 /// The confinement of a check in `checkout` logging to `log`, with the network the run chose
 /// ([`set_check_network`]; the host's when none was chosen).
 pub fn for_check(checkout: &Path, log: &Path) -> Confinement {
@@ -600,6 +615,7 @@ pub fn survey(root: &Path, config: &crate::config::Config) -> Survey {
         prompt_file: Path::new("prompt.md"),
         session_id: "00000000-0000-0000-0000-000000000000",
         resume: None,
+        confined: false,
     });
     let mut agent_env: Vec<String> = std::env::vars_os()
         .filter_map(|(k, _)| k.into_string().ok())

@@ -80,6 +80,10 @@ impl Case {
     /// A `nightshift` command in the repository, the CLI pointed at the server.
     pub fn cmd(&self, args: &[&str]) -> Command {
         let mut cmd = self.repo.cmd(args);
+        // Confinement on, as a user runs it: the real CLIs under Landlock, in their own process
+        // session, the engine's death taking their whole group (the it harness turns it off for
+        // its stand-in agents).
+        cmd.env_remove("NIGHTSHIFT_SANDBOX");
         cmd.envs(self.env.iter().map(|(k, v)| (k, v)));
         cmd.stdin(Stdio::null());
         cmd
