@@ -215,7 +215,7 @@ impl Engine<'_> {
             std::fs::remove_dir_all(&path).map_err(io_err(&path))?;
         }
         // A pooled clone reset to the base, or a fresh one (launch.rs).
-        self.make_checkout(&path, &att.branch, &att.base)?;
+        self.make_checkout(att, &path)?;
         // The gitignored files the agent needs; a seed that does not land fails this attempt
         // (loudly, with the seed named), never a silent session without its config.
         if let Err(why) = crate::git::seed_worktree(self.ws.root(), &path, &self.config.seed) {

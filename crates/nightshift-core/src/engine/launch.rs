@@ -17,22 +17,43 @@ impl Engine<'_> {
     /// Either way the index as made is copied out of the agent's reach for the clone's next
     /// reuse.
     pub(super) fn make_checkout(
-        &self,
+        &mut self,
+        att: &crate::store::AttemptRow,
         path: &Path,
-        branch: &str,
-        base: &str,
     ) -> Result<(), EngineError> {
+        let (branch, base) = (att.branch.as_str(), att.base.as_str());
         let pool = ClonePool::new(self.ws.pool());
         let mut made = false;
         if let Some(taken) = pool.take(path) {
             let reset =
                 self.git
                     .clone_reset(&self.common_dir, path, branch, base, taken.index.as_deref());
-            if reset.is_ok() {
-                made = true;
-            } else {
-                // Never used as it was: deleted, and a fresh clone made in its place.
-                std::fs::remove_dir_all(path).map_err(io_err(path))?;
+            match reset {
+                Ok(()) => made = true,
+                Err(err) => {
+                    // Never used as it was: set aside (deleted at the next start, or by
+                    // `clean`) and a fresh clone made in its place.
+                    let aside = pool.dir().join(format!(
+                        "trash-{:020}-{}",
+                        self.clock.wall().as_nanosecond(),
+                        std::process::id()
+                    ));
+                    if std::fs::rename(path, &aside).is_err() {
+                        std::fs::remove_dir_all(path).map_err(io_err(path))?;
+                    }
+                    if let Err(e) = std::fs::remove_dir_all(&aside)
+                        && aside.exists()
+                    {
+                        self.record(crate::store::EventKind::TeardownFailed {
+                            item: att.item.clone(),
+                            attempt: att.attempt,
+                            error: format!(
+                                "reuse a pooled clone ({err}); a fresh clone is made instead, and deleting the pooled one failed ({e}): it is left at {}",
+                                aside.display()
+                            ),
+                        })?;
+                    }
+                }
             }
         }
         if !made {
