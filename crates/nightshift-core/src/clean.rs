@@ -1,7 +1,7 @@
 //! What `nightshift clean` may remove, and removing it. Only what nightshift made, and only
 //! what holds no unique work: the preserve refs of attempts that shipped (their work is on the
 //! target), kept branches the target already contains, leftover worktree directories whose
-//! attempt is preserved, and the logs of finished runs older than a cut-off. The kept work of an
+//! attempt is preserved, the pool of finished attempts' clones, and the logs of finished runs older than a cut-off. The kept work of an
 //! attempt that did not ship is never removed.
 
 use std::path::PathBuf;
@@ -148,6 +148,13 @@ pub fn plan(
             }
         }
     }
+    // The pool of reusable clones holds no work (each was preserved before it was pooled).
+    if std::fs::symlink_metadata(ws.pool()).is_ok() {
+        plan.remove.push(Removal::Dir {
+            path: ws.pool(),
+            why: "finished attempts' clones kept for reuse; their work is preserved".into(),
+        });
+    }
     let cutoff = SystemTime::now().checked_sub(older_than);
     for run_id in finished_runs {
         let dir = ws.logs(&run_id);
@@ -177,7 +184,14 @@ pub fn apply(ws: &Workspace, plan: &Plan) -> Result<(), CleanError> {
                 if ws.owns_worktree_path(path) {
                     let _ = git.worktree_remove(path);
                 }
-                if path.exists() {
+                if *path == ws.pool() && std::fs::symlink_metadata(path).is_ok_and(|m| !m.is_dir())
+                {
+                    // A link in its place is removed, never followed.
+                    std::fs::remove_file(path).map_err(|source| CleanError::Io {
+                        path: path.display().to_string(),
+                        source,
+                    })?;
+                } else if path.exists() {
                     std::fs::remove_dir_all(path).map_err(|source| CleanError::Io {
                         path: path.display().to_string(),
                         source,

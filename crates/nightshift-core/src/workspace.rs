@@ -42,6 +42,12 @@ impl Workspace {
         self.dir().join("worktrees")
     }
 
+    /// Finished attempts' clones kept for reuse (git/pool.rs); nightshift's own, like the
+    /// worktrees directory.
+    pub fn pool(&self) -> PathBuf {
+        self.dir().join("pool")
+    }
+
     /// The worktree of one attempt.
     pub fn worktree(&self, item: &str, attempt: u32) -> PathBuf {
         self.worktrees().join(format!("{item}-{attempt}"))

@@ -214,8 +214,8 @@ impl Engine<'_> {
         if path.exists() && self.ws.owns_worktree_path(&path) {
             std::fs::remove_dir_all(&path).map_err(io_err(&path))?;
         }
-        self.git
-            .clone_add(&self.common_dir, &path, &att.branch, &att.base)?;
+        // A pooled clone reset to the base, or a fresh one (launch.rs).
+        self.make_checkout(att, &path)?;
         // The gitignored files the agent needs; a seed that does not land fails this attempt
         // (loudly, with the seed named), never a silent session without its config.
         if let Err(why) = crate::git::seed_worktree(self.ws.root(), &path, &self.config.seed) {

@@ -4,9 +4,68 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use super::{Engine, EngineError, io_err};
 use crate::agent::{Invocation, StreamParser, adapter_for};
 use crate::config::AgentConfig;
+use crate::git::{ClonePool, Git};
 use crate::session::ProcessSpec;
+
+impl Engine<'_> {
+    /// Makes the attempt's checkout at `path` (which must not exist): a finished attempt's
+    /// clone from the pool, reset to `base` on `branch` ([`Git::clone_reset`]: nothing of its
+    /// previous agent is left), or, when the pool has none or its reset fails, a fresh clone.
+    /// Either way the index as made is copied out of the agent's reach for the clone's next
+    /// reuse.
+    pub(super) fn make_checkout(
+        &mut self,
+        att: &crate::store::AttemptRow,
+        path: &Path,
+    ) -> Result<(), EngineError> {
+        let (branch, base) = (att.branch.as_str(), att.base.as_str());
+        let pool = ClonePool::new(self.ws.pool());
+        let mut made = false;
+        if let Some(taken) = pool.take(path) {
+            let reset =
+                self.git
+                    .clone_reset(&self.common_dir, path, branch, base, taken.index.as_deref());
+            match reset {
+                Ok(()) => made = true,
+                Err(err) => {
+                    // Never used as it was: set aside (deleted at the next start, or by
+                    // `clean`) and a fresh clone made in its place.
+                    let aside = pool.dir().join(format!(
+                        "trash-{:020}-{}",
+                        self.clock.wall().as_nanosecond(),
+                        std::process::id()
+                    ));
+                    if std::fs::rename(path, &aside).is_err() {
+                        std::fs::remove_dir_all(path).map_err(io_err(path))?;
+                    }
+                    if let Err(e) = std::fs::remove_dir_all(&aside)
+                        && aside.exists()
+                    {
+                        self.record(crate::store::EventKind::TeardownFailed {
+                            item: att.item.clone(),
+                            attempt: att.attempt,
+                            error: format!(
+                                "reuse a pooled clone ({err}); a fresh clone is made instead, and deleting the pooled one failed ({e}): it is left at {}",
+                                aside.display()
+                            ),
+                        })?;
+                    }
+                }
+            }
+        }
+        if !made {
+            self.git.clone_add(&self.common_dir, path, branch, base)?;
+        }
+        match pool.held_index(path) {
+            Some(held) if Git::save_clone_index(path, &held).is_ok() => {}
+            _ => pool.drop_held(path),
+        }
+        Ok(())
+    }
+}
 
 /// What a session's process is built from, besides the adapter.
 pub(super) struct SessionSetup<'a> {

@@ -346,7 +346,23 @@ impl Engine<'_> {
     /// so the fallback never depends on git still knowing the worktree.
     fn remove_worktree(&self, path: &Path) -> Result<(), String> {
         if crate::git::is_clone(&self.common_dir, path) && self.ws.owns_worktree_path(path) {
-            // A clone is only files: nothing of it is in the user's repository.
+            // A clone is only files: nothing of it is in the user's repository, and its work
+            // is preserved (above). It goes to the pool for the next attempt, which resets it
+            // wholly before use (git/pool.rs); past the pool's bound it is deleted.
+            let pool = crate::git::ClonePool::new(self.ws.pool());
+            let name = path
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            let unique = format!(
+                "{:020}-{}-{name}",
+                self.clock.wall().as_nanosecond(),
+                std::process::id()
+            );
+            if pool.put(path, &unique) {
+                return Ok(());
+            }
+            pool.drop_held(path);
             return std::fs::remove_dir_all(path)
                 .map_err(|e| format!("remove the attempt's clone {}: {e}", path.display()));
         }
@@ -373,6 +389,8 @@ impl Engine<'_> {
     /// At start: finish the housekeeping a crash interrupted, for attempts of any run that
     /// reached a verdict but still have a worktree.
     pub(super) fn reconcile_teardowns(&mut self) -> Result<(), EngineError> {
+        // What a crash left half-done in the pool (an index copy without its clone, …).
+        crate::git::ClonePool::new(self.ws.pool()).tidy(&self.ws.worktrees());
         for (run_id, att) in self.store.lingering_attempts()? {
             let open_here = run_id == self.run_id() && !att.is_finished();
             if !open_here && att.is_finished() {

@@ -65,7 +65,8 @@ impl Pristine {
                 Err(_) => {}
             }
         }
-        for file in ["config.worktree", "commondir", "gitdir"] {
+        // `shallow` would cut the history nightshift's own git reads (and travel in a fetch).
+        for file in ["config.worktree", "commondir", "gitdir", "shallow"] {
             let path = self.git_dir.join(file);
             if std::fs::symlink_metadata(&path).is_ok() {
                 std::fs::remove_file(&path)?;
@@ -143,6 +144,20 @@ impl Git {
         branch: &str,
         base: &str,
     ) -> Result<(), GitError> {
+        let clone = self.clone_init(common_dir, path, branch, base)?;
+        clone.run(&["read-tree", "--reset", "-u", "HEAD"])?;
+        Ok(())
+    }
+
+    /// `git init` of a clone's git directory at `path` as nightshift makes it: no templates,
+    /// its pristine config and alternates, `branch` at `base`; the git of the clone.
+    fn clone_init(
+        &self,
+        common_dir: &Path,
+        path: &Path,
+        branch: &str,
+        base: &str,
+    ) -> Result<Git, GitError> {
         let sha256 = self.sha256_repo(common_dir);
         let mut init = vec![
             "init".to_owned(),
@@ -166,8 +181,119 @@ impl Git {
             })?;
         }
         clone.run(&["update-ref", &format!("refs/heads/{branch}"), base])?;
-        clone.run(&["read-tree", "--reset", "-u", "HEAD"])?;
+        Ok(clone)
+    }
+
+    /// Makes the used clone at `path` (taken from the pool, see [`super::pool`]) exactly what
+    /// [`Git::clone_add`] makes, trusting nothing the previous attempt left in it:
+    ///
+    /// 1. `path` and its `.git` must be directories, not links (else an error: the caller
+    ///    deletes the clone);
+    /// 2. its `.git` is deleted whole (config, alternates, hooks, `info/`, refs, reflogs,
+    ///    `packed-refs`, `refs/replace`, `shallow`, grafts, its own objects, commit-graph,
+    ///    index) and made again by `git init --template=` as a fresh clone's;
+    /// 3. `index` — nightshift's copy of the index as the clone's last reset left it, kept
+    ///    out of the agent's reach — is installed with its own mtime (git's racy-entry rule
+    ///    then re-reads any file written in the second the copy was taken), unless the
+    ///    attributes files differ between it and `base` (a file checked out under other
+    ///    attributes would not be written again);
+    /// 4. `clean -ffdx` (untracked and ignored files, nested repositories: a planted
+    ///    `.gitattributes` would otherwise steer the checkout), `read-tree --reset -u base`
+    ///    with ctime and the full stat data trusted (a file the agent touched is written
+    ///    again), `clean -ffdx` again;
+    /// 5. `status --porcelain --ignored --untracked-files=all` must be empty.
+    ///
+    /// Without `index` every file is written: the cost of a fresh clone.
+    pub fn clone_reset(
+        &self,
+        common_dir: &Path,
+        path: &Path,
+        branch: &str,
+        base: &str,
+        index: Option<&Path>,
+    ) -> Result<(), GitError> {
+        let io = |what: &str, source: std::io::Error| GitError::Spawn {
+            args: format!("reset the reused clone ({what})"),
+            dir: path.to_owned(),
+            source,
+        };
+        let git_dir = path.join(".git");
+        if !(super::pool::real_dir(path) && super::pool::real_dir(&git_dir)) {
+            return Err(io(
+                "check",
+                std::io::Error::other("the clone or its .git is not a directory"),
+            ));
+        }
+        std::fs::remove_dir_all(&git_dir).map_err(|e| io("delete .git", e))?;
+        let clone = self.clone_init(common_dir, path, branch, base)?;
+        if let Some(index) = index
+            && let Ok(mtime) = std::fs::metadata(index).and_then(|m| m.modified())
+        {
+            let installed = git_dir.join("index");
+            let copied = std::fs::copy(index, &installed).and_then(|_| {
+                std::fs::File::options()
+                    .write(true)
+                    .open(&installed)?
+                    .set_modified(mtime)
+            });
+            let usable = copied.is_ok()
+                && clone
+                    .run(&[
+                        "diff-index",
+                        "--cached",
+                        "--name-only",
+                        base,
+                        "--",
+                        ":(glob)**/.gitattributes",
+                    ])
+                    .is_ok_and(|changed| changed.trim().is_empty());
+            if !usable {
+                let _ = std::fs::remove_file(&installed);
+            }
+        }
+        let strict = [
+            "-c",
+            "core.trustctime=true",
+            "-c",
+            "core.checkStat=default",
+            "-c",
+            "core.untrackedCache=false",
+            "-c",
+            "core.splitIndex=false",
+        ];
+        let with = |args: &[&str]| -> Vec<String> {
+            strict.iter().chain(args).map(|s| (*s).to_owned()).collect()
+        };
+        clone.run(&with(&["clean", "-ffdxq"]))?;
+        crate::failpoint::hit("pool_reset_cleaned");
+        clone.run(&with(&["read-tree", "--reset", "-u", base]))?;
+        crate::failpoint::hit("pool_reset_checked_out");
+        clone.run(&with(&["clean", "-ffdxq"]))?;
+        let left = clone.run(&with(&[
+            "status",
+            "--porcelain",
+            "--ignored",
+            "--untracked-files=all",
+        ]))?;
+        if !left.trim().is_empty() {
+            return Err(io(
+                "verify",
+                std::io::Error::other(format!("the reset left changes: {}", left.trim())),
+            ));
+        }
         Ok(())
+    }
+
+    /// Copies the clone's index at `path` to `to` (written aside, then renamed), for its next
+    /// reuse ([`Git::clone_reset`]).
+    pub fn save_clone_index(path: &Path, to: &Path) -> std::io::Result<()> {
+        if let Some(parent) = to.parent() {
+            std::fs::create_dir_all(parent)?;
+        }
+        let mut tmp = to.as_os_str().to_os_string();
+        tmp.push(".tmp");
+        std::fs::copy(path.join(".git/index"), &tmp)?;
+        std::fs::rename(&tmp, to)
     }
 
     /// Brings `clone_ref` of the clone at `clone` into this repository as `local_ref`

@@ -4,12 +4,14 @@
 mod clone;
 mod cmd;
 pub mod message;
+pub mod pool;
 mod seed;
 mod tamper;
 mod worktree;
 
 pub use clone::is_clone;
 pub use cmd::{Git, GitError};
+pub use pool::ClonePool;
 pub use seed::{missing_seeds, seed_worktree};
 pub use tamper::{ControlPlane, Tampering};
 pub use worktree::{MergeOutcome, WorktreeInfo};

@@ -597,20 +597,47 @@ fn seed_003_a_worktree_git_cannot_delete_after_the_merge_is_a_warning_not_a_cras
             _ => None,
         })
         .collect();
+    // a's clone went to the pool (a rename); b took it, and its reset could not delete the
+    // file: b got a fresh clone instead and the leftover was set aside in the pool, warned.
     assert_eq!(warnings.len(), 1, "{warnings:?}");
-    assert!(warnings[0].starts_with("a: "), "{warnings:?}");
     assert!(
-        stuck.exists(),
+        warnings[0].starts_with("b: reuse a pooled clone"),
+        "{warnings:?}"
+    );
+    let aside = |repo: &Repo| -> Vec<std::path::PathBuf> {
+        std::fs::read_dir(repo.root.join(".nightshift/pool"))
+            .map(|d| {
+                d.flatten()
+                    .map(|e| e.path())
+                    .filter(|p| {
+                        p.file_name()
+                            .is_some_and(|n| n.to_string_lossy().starts_with("trash-"))
+                    })
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let left = aside(&repo);
+    assert_eq!(left.len(), 1, "{left:?}");
+    assert!(
+        left[0].join(".pytest_cache/README.md").exists(),
         "the leftover is there until it can be deleted"
     );
+    let _guard2 = Mutable(left[0].join(".pytest_cache/README.md"));
 
     // Once it can be deleted, the next start reconciles: no orphan directory, no stale entry.
     drop(_guard);
+    drop(_guard2);
     let out = repo.run(&["run"]);
     assert_eq!(out.status.code(), Some(10), "{}", text(&out));
     assert!(
         !repo.root.join(".nightshift/worktrees/a-1").exists(),
         "orphan directory left"
+    );
+    assert_eq!(
+        aside(&repo),
+        Vec::<std::path::PathBuf>::new(),
+        "set-aside clone left"
     );
     repo.assert_clean_end();
 }

@@ -25,6 +25,7 @@ mod lock;
 mod notify;
 mod pin;
 mod pipeline;
+mod pool;
 mod probe;
 mod reading;
 mod real_projects;
