@@ -169,7 +169,10 @@ impl Git {
             "-c",
             "commit.gpgSign=false",
         ])
-        .args(args);
+        .args(args)
+        // Objects as written, never as `refs/replace/*` (or grafts) say: an agent's replace ref
+        // in its clone would make the base look like the attempt to the guards' diffs.
+        .env("GIT_NO_REPLACE_OBJECTS", "1");
         cmd
     }
 

@@ -424,3 +424,37 @@ fn an_attempt_clone_borrows_objects_and_its_git_dir_never_reaches_nightshifts_gi
     std::os::unix::fs::symlink(&common, path.join(".git")).unwrap();
     assert!(clone.run(&["status"]).is_err());
 }
+
+#[test]
+fn nightshifts_git_reads_objects_as_written_not_as_replace_refs_say() {
+    let (dir, git) = repo();
+    let raw = |args: &[&str]| {
+        let out = std::process::Command::new("git")
+            .current_dir(dir.path())
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .args(["-c", "user.name=t", "-c", "user.email=t@t"])
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{args:?}");
+        String::from_utf8_lossy(&out.stdout).trim().to_owned()
+    };
+    let base = raw(&["rev-parse", "HEAD"]);
+    std::fs::remove_file(dir.path().join("a.txt")).unwrap();
+    raw(&["commit", "-qam", "delete a"]);
+    let head = raw(&["rev-parse", "HEAD"]);
+    // What a hostile agent plants: the base replaced by the attempt, so the deletion vanishes.
+    raw(&["replace", &base, &head]);
+    assert_eq!(
+        raw(&["diff", "--name-status", &base, &head]),
+        "",
+        "git honours it"
+    );
+    assert_eq!(
+        git.run(&["diff", "--name-status", &base, &head])
+            .unwrap()
+            .trim(),
+        "D\ta.txt",
+        "nightshift's git does not"
+    );
+}
