@@ -13,7 +13,7 @@ use crate::clock::Clock;
 use crate::config::{Config, ReviewWhen};
 use crate::git::{Git, GitError, MergeOutcome};
 use crate::session::SessionError;
-use crate::store::{AttemptRow, EventKind, ItemRow, LockError, RunLock, Store, StoreError};
+use crate::store::{AttemptRow, EventKind, ItemRow, LockError, Phase, RunLock, Store, StoreError};
 use crate::workspace::Workspace;
 
 /// What `accept`/`confirm` needs.
@@ -290,7 +290,7 @@ fn kept_work(
     let failed: Vec<AttemptRow> = store
         .attempts(run_id)?
         .into_iter()
-        .filter(|a| a.item == item.id && a.phase == "failed")
+        .filter(|a| a.item == item.id && a.phase == Phase::Failed)
         .collect();
     if let Some(att) = failed
         .iter()

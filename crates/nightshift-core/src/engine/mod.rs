@@ -742,17 +742,7 @@ impl Engine<'_> {
         if space::is_disk_full(&error) {
             return self.wait_if_disk_full(error);
         }
-        let before_integration = matches!(
-            att.phase.as_str(),
-            "preparing"
-                | "ready"
-                | "session"
-                | "session_retry"
-                | "session_ended"
-                | "committed"
-                | "checking"
-                | "red"
-        );
+        let before_integration = att.phase.before_integration();
         let item_level = matches!(
             error,
             EngineError::Git(_) | EngineError::Io { .. } | EngineError::Session(_)
@@ -1145,10 +1135,18 @@ impl Engine<'_> {
 /// Whether the next step of this attempt starts an agent session (new work, which a passed
 /// `--until` deadline does not allow); checks, commits and integration of finished work do not.
 fn starts_session(att: &crate::store::AttemptRow, max_iterations: u32) -> bool {
-    match att.phase.as_str() {
-        "preparing" | "ready" | "session" | "session_retry" | "conflict" | "review_repair"
-        | "reviewing" | "second_opinion" | "second_reviewing" => true,
-        "red" => att.iteration < max_iterations,
+    use crate::store::Phase;
+    match att.phase {
+        Phase::Preparing
+        | Phase::Ready
+        | Phase::Session
+        | Phase::SessionRetry
+        | Phase::Conflict
+        | Phase::ReviewRepair
+        | Phase::Reviewing
+        | Phase::SecondOpinion
+        | Phase::SecondReviewing => true,
+        Phase::Red => att.iteration < max_iterations,
         _ => false,
     }
 }

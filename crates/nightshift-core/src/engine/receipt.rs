@@ -20,7 +20,7 @@ use crate::receipt::{
     self, AgentTuple, CheckRecord, DeterminismRecord, GuardState, GuardVerdict, Iteration,
     ManifestEntry, Receipt, SessionRecord, SpendTotals, Tokens, Verdict, key,
 };
-use crate::store::{AttemptRow, CheckStage, Event, EventKind, StoreError};
+use crate::store::{AttemptRow, CheckStage, Event, EventKind, Phase, StoreError};
 
 /// How long `<agent> --version` may take.
 const VERSION_TIMEOUT: Duration = Duration::from_secs(10);
@@ -265,7 +265,7 @@ impl Engine<'_> {
         if item_state.as_deref() == Some("parked") {
             parked = true;
         }
-        let shipped = att.phase == "integrated";
+        let shipped = att.phase == Phase::Integrated;
         let missing = missing_facts(&iterations, &agent, &spend, &guards, guards_complete);
         let verdict = match (shipped, missing.is_empty(), parked) {
             (true, true, _) => Verdict::Success,

@@ -15,7 +15,7 @@ use crate::config::{AgentConfig, OnTimeout, ReviewWhen, TriageAction};
 use crate::halt::HaltReason;
 use crate::notify::{self, Alert, AlertKind};
 use crate::session::{self, Budget, Outcome, ProcessEnd};
-use crate::store::{AttemptRow, EventKind, ItemRow, Spend};
+use crate::store::{AttemptRow, EventKind, ItemRow, Phase, Spend};
 use crate::verdict::{self, Decision, Verdict};
 
 /// Bytes of the diff put into the review prompt (the whole diff is in a file beside it).
@@ -575,7 +575,7 @@ impl Engine<'_> {
 /// The prompt section for a session that follows review findings: a repair asked by the
 /// attempt's review, or the first session of an item a debt review reopened.
 pub(super) fn findings_note(item: &ItemRow, att: &AttemptRow, iteration: u32) -> Option<String> {
-    let (file, heading) = if att.phase == "review_repair" {
+    let (file, heading) = if att.phase == Phase::ReviewRepair {
         (
             att.last_check_log.as_deref()?,
             "A review of your work asked for changes",

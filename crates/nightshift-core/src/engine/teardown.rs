@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use super::{Engine, EngineError};
 use crate::halt::HaltReason;
-use crate::store::{AttemptRow, EventKind};
+use crate::store::{AttemptRow, EventKind, Phase};
 
 /// The clone's ref a preserve snapshot is fetched from.
 const KEPT_IN_CLONE: &str = "refs/nightshift/kept";
@@ -154,7 +154,7 @@ impl Engine<'_> {
         let path = PathBuf::from(&att.worktree);
         // A shipped attempt's work is all in its candidate commit (committed before the check
         // that let it through); anything else gets a snapshot of the whole tree.
-        let shipped = att.phase == "integrated";
+        let shipped = att.phase == Phase::Integrated;
         let branch_tip = if shipped {
             None
         } else {
@@ -413,8 +413,8 @@ impl Engine<'_> {
             if att.is_finished() {
                 continue;
             }
-            let landed = match (att.phase.as_str(), att.merged.as_deref()) {
-                ("integrating" | "merge_green", Some(merged)) => {
+            let landed = match (att.phase, att.merged.as_deref()) {
+                (Phase::Integrating | Phase::MergeGreen, Some(merged)) => {
                     match self.git.resolve(&format!("refs/heads/{target}"))? {
                         Some(tip) => self.git.is_ancestor(merged, &tip)?,
                         None => false,

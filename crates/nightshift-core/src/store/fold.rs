@@ -2,17 +2,20 @@
 //! journal; `Store::record` runs this in the same transaction that appends the event, and
 //! `Store::refold` can rebuild the whole state from the journal to prove it.
 
-use rusqlite::{Transaction, params};
+use rusqlite::{OptionalExtension, Transaction, params};
 
-use super::event::{CheckStage, EventKind};
+use super::StoreError;
+use super::event::EventKind;
+use super::phase::{Phase, transition};
 
-/// Applies one event to the state tables.
+/// Applies one event to the state tables. An event its attempt's phase refuses
+/// ([`transition`]) is an error, and the transaction it came in applies nothing.
 pub fn apply(
     tx: &Transaction<'_>,
     run_id: &str,
     at: &str,
     kind: &EventKind,
-) -> rusqlite::Result<()> {
+) -> Result<(), StoreError> {
     match kind {
         EventKind::RunStarted {
             target,
@@ -69,12 +72,12 @@ pub fn apply(
             )?;
             tx.execute(
                 "INSERT INTO attempts (run_id, item, attempt, base, branch, worktree, phase, iteration, worktree_present)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'preparing', 0, 1)",
-                params![run_id, item, attempt, base, branch, worktree],
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 0, 1)",
+                params![run_id, item, attempt, base, branch, worktree, Phase::START],
             )?;
         }
         EventKind::WorktreeReady { item, attempt } => {
-            set_phase(tx, run_id, item, *attempt, "ready")?;
+            move_phase(tx, run_id, item, *attempt, kind)?;
         }
         EventKind::SessionStarted {
             item,
@@ -84,7 +87,7 @@ pub fn apply(
             resumed,
             ..
         } => {
-            set_phase(tx, run_id, item, *attempt, "session")?;
+            move_phase(tx, run_id, item, *attempt, kind)?;
             // The session a rerun may resume: the one this process continues, else none until
             // the CLI reports its own (never a session of another iteration).
             let resumable = agent_session.as_deref().filter(|_| *resumed);
@@ -119,13 +122,8 @@ pub fn apply(
                  WHERE run_id = ?1 AND item = ?2 AND attempt = ?3",
                 params![run_id, item, attempt, outcome_name, agent_session],
             )?;
-            // An environmental ending is not the item's fault: the same iteration runs again.
-            let phase = if outcome.reruns_iteration() {
-                "session_retry"
-            } else {
-                "session_ended"
-            };
-            set_phase(tx, run_id, item, *attempt, phase)?;
+            // An environmental ending reruns the iteration (phase.rs).
+            move_phase(tx, run_id, item, *attempt, kind)?;
             if outcome.is_environmental() {
                 tx.execute(
                     "UPDATE attempts SET env_retries = env_retries + 1 WHERE run_id = ?1 AND item = ?2 AND attempt = ?3",
@@ -147,7 +145,7 @@ pub fn apply(
             }
         }
         EventKind::SessionNudged { item, attempt, .. } => {
-            set_phase(tx, run_id, item, *attempt, "session_retry")?;
+            move_phase(tx, run_id, item, *attempt, kind)?;
             tx.execute(
                 "UPDATE attempts SET nudges = nudges + 1 WHERE run_id = ?1 AND item = ?2 AND attempt = ?3",
                 params![run_id, item, attempt],
@@ -175,48 +173,14 @@ pub fn apply(
                 params![run_id],
             )?;
         }
-        EventKind::CheckStarted {
-            item,
-            attempt,
-            stage,
-            ..
-        } => {
-            let phase = match stage {
-                CheckStage::Work => "checking",
-                CheckStage::Merged => "merge_checking",
-            };
-            set_phase(tx, run_id, item, *attempt, phase)?;
+        EventKind::CheckStarted { item, attempt, .. } => {
+            move_phase(tx, run_id, item, *attempt, kind)?;
         }
         EventKind::CheckEnded {
-            item,
-            attempt,
-            stage,
-            green,
-            log,
-            guards,
-            untrusted,
-            ..
+            item, attempt, log, ..
         } => {
-            let violated = guards
-                .iter()
-                .any(|g| g.state == crate::guard::GuardState::Fail);
-            // A blocked path is the agent's act whatever the oracle says; a weakened test is
-            // judged by an oracle, which must first be trusted.
-            let blocked = guards.iter().any(|g| {
-                g.guard == crate::guard::BLOCKED_PATHS && g.state == crate::guard::GuardState::Fail
-            });
-            let phase = match (stage, green) {
-                (CheckStage::Work, _) if blocked => "violated",
-                // An oracle that contradicts itself judges nothing.
-                _ if untrusted.is_some() => "untrusted",
-                // A guard dominates the verdict: nothing violated ever counts as green.
-                (CheckStage::Work, _) if violated => "violated",
-                (CheckStage::Work, true) => "green",
-                (CheckStage::Work, false) => "red",
-                (CheckStage::Merged, true) => "merge_green",
-                (CheckStage::Merged, false) => "merge_red",
-            };
-            set_phase(tx, run_id, item, *attempt, phase)?;
+            // Guards dominate the oracle, an untrusted oracle judges nothing (phase.rs).
+            move_phase(tx, run_id, item, *attempt, kind)?;
             tx.execute(
                 "UPDATE attempts SET last_check_log = ?4 WHERE run_id = ?1 AND item = ?2 AND attempt = ?3",
                 params![run_id, item, attempt, log],
@@ -227,7 +191,7 @@ pub fn apply(
             attempt,
             commit,
         } => {
-            set_phase(tx, run_id, item, *attempt, "committed")?;
+            move_phase(tx, run_id, item, *attempt, kind)?;
             tx.execute(
                 "UPDATE attempts SET candidate = ?4 WHERE run_id = ?1 AND item = ?2 AND attempt = ?3",
                 params![run_id, item, attempt, commit],
@@ -239,7 +203,7 @@ pub fn apply(
             commit,
             onto,
         } => {
-            set_phase(tx, run_id, item, *attempt, "merge_prepared")?;
+            move_phase(tx, run_id, item, *attempt, kind)?;
             tx.execute(
                 "UPDATE attempts SET merged = ?4, onto = ?5 WHERE run_id = ?1 AND item = ?2 AND attempt = ?3",
                 params![run_id, item, attempt, commit, onto],
@@ -251,7 +215,7 @@ pub fn apply(
             onto,
             paths,
         } => {
-            set_phase(tx, run_id, item, *attempt, "conflict")?;
+            move_phase(tx, run_id, item, *attempt, kind)?;
             tx.execute(
                 "UPDATE attempts SET conflict_repairs = conflict_repairs + 1, onto = ?4, conflict_paths = ?5
                  WHERE run_id = ?1 AND item = ?2 AND attempt = ?3",
@@ -259,7 +223,7 @@ pub fn apply(
             )?;
         }
         EventKind::IntegrateIntended { item, attempt, .. } => {
-            set_phase(tx, run_id, item, *attempt, "integrating")?;
+            move_phase(tx, run_id, item, *attempt, kind)?;
         }
         EventKind::Integrated {
             item,
@@ -268,7 +232,7 @@ pub fn apply(
             push,
             awaiting_push,
         } => {
-            set_phase(tx, run_id, item, *attempt, "integrated")?;
+            move_phase(tx, run_id, item, *attempt, kind)?;
             let state = if *awaiting_push {
                 "integrated_local"
             } else {
@@ -305,7 +269,7 @@ pub fn apply(
             }
         }
         EventKind::ControlPlaneTampered { item, attempt, .. } => {
-            set_phase(tx, run_id, item, *attempt, "tampered")?;
+            move_phase(tx, run_id, item, *attempt, kind)?;
         }
         EventKind::Preserved {
             item,
@@ -332,7 +296,7 @@ pub fn apply(
             actions,
             ..
         } => {
-            set_phase(tx, run_id, item, *attempt, "failed")?;
+            move_phase(tx, run_id, item, *attempt, kind)?;
             tx.execute(
                 "UPDATE attempts SET keep_branch = ?4 WHERE run_id = ?1 AND item = ?2 AND attempt = ?3",
                 params![run_id, item, attempt, keep_branch],
@@ -357,18 +321,8 @@ pub fn apply(
                 ],
             )?;
         }
-        EventKind::ReviewStarted {
-            item,
-            attempt,
-            reviewer,
-            ..
-        } => {
-            let phase = if reviewer == "second_opinion" {
-                "second_reviewing"
-            } else {
-                "reviewing"
-            };
-            set_phase(tx, run_id, item, *attempt, phase)?;
+        EventKind::ReviewStarted { item, attempt, .. } => {
+            move_phase(tx, run_id, item, *attempt, kind)?;
         }
         EventKind::ReviewEnded {
             item,
@@ -380,7 +334,7 @@ pub fn apply(
             error,
             spend,
         } => {
-            set_phase(tx, run_id, item, *attempt, "reviewed")?;
+            move_phase(tx, run_id, item, *attempt, kind)?;
             let record = serde_json::json!({
                 "reviewer": reviewer, "outcome": outcome, "verdict": verdict, "error": error,
             });
@@ -402,17 +356,8 @@ pub fn apply(
             feedback,
             ..
         } => {
-            let phase = match action.as_str() {
-                "approve" | "ship_with_debt" => Some("reviewed_ok"),
-                "repair" => Some("review_repair"),
-                "fix" => Some("green"),
-                "second_opinion" => Some("second_opinion"),
-                "retry" => Some("green"),
-                _ => None, // the attempt ends next (escalate, park, defer)
-            };
-            if let Some(phase) = phase {
-                set_phase(tx, run_id, item, *attempt, phase)?;
-            }
+            // Escalate, park and defer keep the phase: the attempt ends next (phase.rs).
+            move_phase(tx, run_id, item, *attempt, kind)?;
             if action == "ship_with_debt" {
                 tx.execute(
                     "UPDATE attempts SET review_debt = ?4 WHERE run_id = ?1 AND item = ?2 AND attempt = ?3",
@@ -530,16 +475,32 @@ fn add_spend(
     Ok(())
 }
 
-fn set_phase(
+/// Moves the attempt's phase as [`transition`] says for `kind`, one of its own events. An
+/// attempt that is not there (an event of an unknown attempt) changes nothing, as an `UPDATE`
+/// of no row did before phases were typed.
+fn move_phase(
     tx: &Transaction<'_>,
     run_id: &str,
     item: &str,
     attempt: u32,
-    phase: &str,
-) -> rusqlite::Result<()> {
-    tx.execute(
-        "UPDATE attempts SET phase = ?4 WHERE run_id = ?1 AND item = ?2 AND attempt = ?3",
-        params![run_id, item, attempt, phase],
-    )?;
+    kind: &EventKind,
+) -> Result<(), StoreError> {
+    let from: Option<Phase> = tx
+        .query_row(
+            "SELECT phase FROM attempts WHERE run_id = ?1 AND item = ?2 AND attempt = ?3",
+            params![run_id, item, attempt],
+            |r| r.get(0),
+        )
+        .optional()?;
+    let Some(from) = from else {
+        return Ok(());
+    };
+    let to = transition(from, kind)?;
+    if to != from {
+        tx.execute(
+            "UPDATE attempts SET phase = ?4 WHERE run_id = ?1 AND item = ?2 AND attempt = ?3",
+            params![run_id, item, attempt, to],
+        )?;
+    }
     Ok(())
 }

@@ -6,6 +6,7 @@ pub mod chain;
 mod event;
 mod fold;
 mod lock;
+mod phase;
 mod schema;
 
 use std::path::Path;
@@ -16,6 +17,7 @@ pub use event::{
     CheckStage, CheckSummary, Event, EventKind, Metric, Outcome, PlannedItem, Scope, Spend,
 };
 pub use lock::{LockError, RunLock, read_holder};
+pub use phase::{Phase, Refused, UnknownPhase, transition};
 pub use schema::{MigrateError, VERSION as SCHEMA_VERSION};
 
 /// Errors from the store.
@@ -46,6 +48,9 @@ pub enum StoreError {
     /// The journal's hash chain does not hold (issue 12): a row was edited or removed.
     #[error("trust the state database: store_tampered: {0}")]
     Tampered(chain::Tamper),
+    /// An event its attempt's phase does not allow (store/phase.rs): nothing was recorded.
+    #[error(transparent)]
+    Refused(#[from] phase::Refused),
 }
 
 /// What is wrong with a state database that the next engine start would meet again, so a
@@ -179,7 +184,7 @@ pub struct AttemptRow {
     pub base: String,
     pub branch: String,
     pub worktree: String,
-    pub phase: String,
+    pub phase: Phase,
     pub iteration: u32,
     pub candidate: Option<String>,
     pub merged: Option<String>,
@@ -240,7 +245,7 @@ impl DebtRow {
 impl AttemptRow {
     /// Whether the attempt has reached a verdict (shipped or failed).
     pub fn is_finished(&self) -> bool {
-        matches!(self.phase.as_str(), "integrated" | "failed")
+        self.phase.is_finished()
     }
 }
 
