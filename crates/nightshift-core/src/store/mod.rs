@@ -7,6 +7,8 @@ mod event;
 mod fold;
 mod lock;
 mod phase;
+#[cfg(test)]
+mod phase_tests;
 mod schema;
 
 use std::path::Path;
