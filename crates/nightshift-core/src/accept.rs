@@ -13,7 +13,9 @@ use crate::clock::Clock;
 use crate::config::{Config, ReviewWhen};
 use crate::git::{Git, GitError, MergeOutcome};
 use crate::session::SessionError;
-use crate::store::{AttemptRow, EventKind, ItemRow, LockError, Phase, RunLock, Store, StoreError};
+use crate::store::{
+    AttemptRow, EventKind, ItemRow, ItemState, LockError, Phase, RunLock, Store, StoreError,
+};
 use crate::workspace::Workspace;
 
 /// What `accept`/`confirm` needs.
@@ -136,16 +138,20 @@ pub fn accept(opts: &AcceptOptions<'_>) -> Result<Accepted, AcceptError> {
         }
         None => opts,
     };
-    let allowed: &[&str] = if opts.confirm {
-        &["awaiting_operator"]
+    let allowed: &[ItemState] = if opts.confirm {
+        &[ItemState::AwaitingOperator]
     } else {
-        &["escalated", "parked", "awaiting_operator"]
+        &[
+            ItemState::Escalated,
+            ItemState::Parked,
+            ItemState::AwaitingOperator,
+        ]
     };
-    if !allowed.contains(&item.state.as_str()) {
+    if !allowed.contains(&item.state) {
         return Err(AcceptError::WrongState {
             verb,
             item: item.id.clone(),
-            state: item.state.clone(),
+            state: item.state.to_string(),
             wanted: if opts.confirm {
                 "awaiting_operator"
             } else {

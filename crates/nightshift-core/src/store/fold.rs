@@ -7,6 +7,7 @@ use rusqlite::{OptionalExtension, Transaction, params};
 use super::StoreError;
 use super::event::EventKind;
 use super::phase::{Phase, transition};
+use super::state::{ItemState, RunState, UnknownName};
 
 /// Applies one event to the state tables. An event its attempt's phase refuses
 /// ([`transition`]) is an error, and the transaction it came in applies nothing.
@@ -26,13 +27,13 @@ pub fn apply(
         } => {
             tx.execute(
                 "INSERT INTO runs (id, started_at, target, base, max_iterations, max_attempts, state, pass)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'running', 1)",
-                params![run_id, at, target, base, max_iterations, max_attempts],
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 1)",
+                params![run_id, at, target, base, max_iterations, max_attempts, RunState::Running],
             )?;
             for (position, item) in items.iter().enumerate() {
                 let (state, reason) = match &item.shipped_by {
-                    Some(run) => ("shipped", Some(format!("shipped by run {run}"))),
-                    None => ("queued", None),
+                    Some(run) => (ItemState::Shipped, Some(format!("shipped by run {run}"))),
+                    None => (ItemState::Queued, None),
                 };
                 tx.execute(
                     "INSERT INTO items (run_id, id, position, prompt, check_command, state, attempts, allowed, reason)
@@ -53,8 +54,8 @@ pub fn apply(
             )?;
             for item in requeued {
                 tx.execute(
-                    "UPDATE items SET state = 'queued', allowed = attempts + 1 WHERE run_id = ?1 AND id = ?2",
-                    params![run_id, item],
+                    "UPDATE items SET state = ?3, allowed = attempts + 1 WHERE run_id = ?1 AND id = ?2",
+                    params![run_id, item, ItemState::Queued],
                 )?;
             }
         }
@@ -66,9 +67,9 @@ pub fn apply(
             worktree,
         } => {
             tx.execute(
-                "UPDATE items SET state = 'running', attempts = attempts + 1, current_attempt = ?3
+                "UPDATE items SET state = ?4, attempts = attempts + 1, current_attempt = ?3
                  WHERE run_id = ?1 AND id = ?2",
-                params![run_id, item, attempt],
+                params![run_id, item, attempt, ItemState::Running],
             )?;
             tx.execute(
                 "INSERT INTO attempts (run_id, item, attempt, base, branch, worktree, phase, iteration, worktree_present)
@@ -234,9 +235,9 @@ pub fn apply(
         } => {
             move_phase(tx, run_id, item, *attempt, kind)?;
             let state = if *awaiting_push {
-                "integrated_local"
+                ItemState::IntegratedLocal
             } else {
-                "shipped"
+                ItemState::Shipped
             };
             tx.execute(
                 "UPDATE items SET state = ?4, shipped_commit = ?3, reason = NULL, push_pending = ?5,
@@ -254,10 +255,10 @@ pub fn apply(
         }
         EventKind::Pushed { item, .. } => {
             tx.execute(
-                "UPDATE items SET state = 'shipped', push_pending = 0, reason = NULL,
+                "UPDATE items SET state = ?3, push_pending = 0, reason = NULL,
                         shipped_pass = (SELECT pass FROM runs WHERE id = ?1)
                  WHERE run_id = ?1 AND id = ?2",
-                params![run_id, item],
+                params![run_id, item, ItemState::Shipped],
             )?;
         }
         EventKind::PushFailed { items, error } => {
@@ -297,6 +298,18 @@ pub fn apply(
             ..
         } => {
             move_phase(tx, run_id, item, *attempt, kind)?;
+            // The item's verdict instead of parked (`escalated`, `awaiting_operator`).
+            let verdict = verdict
+                .as_deref()
+                .map(|name| {
+                    ItemState::parse(name)
+                        .filter(|s| s.awaits_person())
+                        .ok_or_else(|| UnknownName {
+                            what: "item verdict of attempt_failed",
+                            name: name.to_owned(),
+                        })
+                })
+                .transpose()?;
             tx.execute(
                 "UPDATE attempts SET keep_branch = ?4 WHERE run_id = ?1 AND item = ?2 AND attempt = ?3",
                 params![run_id, item, attempt, keep_branch],
@@ -308,7 +321,7 @@ pub fn apply(
             tx.execute(
                 "UPDATE items SET reason = ?3,
                         state = CASE WHEN ?5 IS NOT NULL THEN ?5
-                                     WHEN ?4 OR attempts >= allowed THEN 'parked' ELSE 'queued' END,
+                                     WHEN ?4 OR attempts >= allowed THEN ?7 ELSE ?8 END,
                         operator_actions = ?6
                  WHERE run_id = ?1 AND id = ?2",
                 params![
@@ -317,7 +330,9 @@ pub fn apply(
                     reason,
                     park,
                     verdict,
-                    (!actions.is_empty()).then(|| actions.join("\n"))
+                    (!actions.is_empty()).then(|| actions.join("\n")),
+                    ItemState::Parked,
+                    ItemState::Queued,
                 ],
             )?;
         }
@@ -396,14 +411,15 @@ pub fn apply(
             }
             if outcome == "reopened" {
                 tx.execute(
-                    "UPDATE items SET state = 'queued', allowed = attempts + 1, feedback = ?3,
+                    "UPDATE items SET state = ?5, allowed = attempts + 1, feedback = ?3,
                             reason = ?4, shipped_pass = NULL
                      WHERE run_id = ?1 AND id = ?2",
                     params![
                         run_id,
                         item,
                         feedback,
-                        format!("reopened by its debt review: {why}")
+                        format!("reopened by its debt review: {why}"),
+                        ItemState::Queued,
                     ],
                 )?;
             }
@@ -417,10 +433,10 @@ pub fn apply(
             ..
         } => {
             tx.execute(
-                "UPDATE items SET state = 'shipped', shipped_commit = ?3, reason = NULL,
+                "UPDATE items SET state = ?4, shipped_commit = ?3, reason = NULL,
                         operator_actions = NULL, shipped_pass = (SELECT pass FROM runs WHERE id = ?1)
                  WHERE run_id = ?1 AND id = ?2",
-                params![run_id, item, commit],
+                params![run_id, item, commit, ItemState::Shipped],
             )?;
             if let Some(debt) = debt {
                 tx.execute(
@@ -442,9 +458,15 @@ pub fn apply(
             exit_code,
         } => {
             tx.execute(
-                "UPDATE runs SET state = 'finished', finished_at = ?2, halt_reason = ?3, exit_code = ?4
+                "UPDATE runs SET state = ?5, finished_at = ?2, halt_reason = ?3, exit_code = ?4
                  WHERE id = ?1",
-                params![run_id, at, halt_reason.as_str(), exit_code],
+                params![
+                    run_id,
+                    at,
+                    halt_reason.as_str(),
+                    exit_code,
+                    RunState::Finished
+                ],
             )?;
         }
     }

@@ -10,6 +10,7 @@ mod phase;
 #[cfg(test)]
 mod phase_tests;
 mod schema;
+mod state;
 
 use std::path::Path;
 
@@ -21,6 +22,7 @@ pub use event::{
 pub use lock::{LockError, RunLock, read_holder};
 pub use phase::{Phase, Refused, UnknownPhase, transition};
 pub use schema::{MigrateError, VERSION as SCHEMA_VERSION};
+pub use state::{ItemState, RunState, UnknownName};
 
 /// Errors from the store.
 #[derive(Debug, thiserror::Error)]
@@ -53,6 +55,9 @@ pub enum StoreError {
     /// An event its attempt's phase does not allow (store/phase.rs): nothing was recorded.
     #[error(transparent)]
     Refused(#[from] phase::Refused),
+    /// A name (a state, a verdict) this build does not know.
+    #[error(transparent)]
+    Unknown(#[from] state::UnknownName),
 }
 
 /// What is wrong with a state database that the next engine start would meet again, so a
@@ -133,7 +138,7 @@ pub struct RunRow {
     pub base: String,
     pub max_iterations: u32,
     pub max_attempts: u32,
-    pub state: String,
+    pub state: RunState,
     pub halt_reason: Option<String>,
     pub exit_code: Option<i32>,
     pub pass: u32,
@@ -148,7 +153,7 @@ pub struct RunRow {
 impl RunRow {
     /// Whether the run is still open (not finished).
     pub fn is_running(&self) -> bool {
-        self.state == "running"
+        self.state == RunState::Running
     }
 }
 
@@ -159,7 +164,7 @@ pub struct ItemRow {
     pub position: u32,
     pub prompt: String,
     pub check_command: Option<String>,
-    pub state: String,
+    pub state: ItemState,
     pub attempts: u32,
     pub allowed: u32,
     pub current_attempt: Option<u32>,

@@ -58,14 +58,15 @@ pub fn run(args: &StatusArgs) -> CommandResult {
             Some(run) => {
                 // The state shown is what is true now, not only what the run table says.
                 let mut shown = run.clone();
+                let mut state = run.state.as_str();
                 if let Some(life) = life.as_ref().filter(|l| l.state != "finished") {
-                    life.state.clone_into(&mut shown.state);
+                    state = &life.state;
                     if let Some(halt) = life.halt {
                         shown.halt_reason = Some(halt.as_str().to_owned());
                         shown.exit_code = Some(halt.class().code());
                     }
                 }
-                out!("{}", render::status(&shown, &items));
+                out!("{}", render::status(&shown, state, &items));
                 if let Some(life) = life.as_ref().filter(|l| !l.detail.is_empty()) {
                     outln!("  {}", life.detail);
                 }
