@@ -155,7 +155,8 @@ pub fn event_line(event: &Event) -> Option<String> {
                 .unwrap_or_default()
         ),
         EventKind::RunPaused { reason, .. }
-            if reason == nightshift_core::control::OPERATOR_PAUSE =>
+            if nightshift_core::store::PauseCause::of(reason)
+                == nightshift_core::store::PauseCause::Operator =>
         {
             "paused by the operator: the step in flight is done; `nightshift resume` goes on"
                 .to_owned()

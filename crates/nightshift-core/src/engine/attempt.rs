@@ -636,7 +636,8 @@ impl Engine<'_> {
             .map(|t| t.to_string())
             .unwrap_or_default();
         // The cause without the changing back-off: one alert per cause while it lasts.
-        let key = if reason.starts_with("rate_limited") {
+        let key = if crate::store::PauseCause::of(&reason) == crate::store::PauseCause::RateLimited
+        {
             "rate_limited".to_owned()
         } else {
             reason.split(" — ").next().unwrap_or(&reason).to_owned()

@@ -867,7 +867,7 @@ impl Engine<'_> {
         let Some(until) = self.run()?.paused_until else {
             return Ok(());
         };
-        let operator = self.run()?.pause_reason.as_deref() == Some(crate::control::OPERATOR_PAUSE);
+        let operator = self.run()?.pause_cause() == Some(crate::store::PauseCause::Operator);
         loop {
             // A stop, or the `--until` deadline, ends the wait; the pause stays recorded.
             if crate::stop::requested().is_some() || (at_deadline && self.deadline_passed()) {
@@ -897,7 +897,7 @@ impl Engine<'_> {
         if !crate::control::pause_requested(&self.ws) {
             return Ok(());
         }
-        if self.run()?.pause_reason.as_deref() == Some(crate::control::OPERATOR_PAUSE) {
+        if self.run()?.pause_cause() == Some(crate::store::PauseCause::Operator) {
             return Ok(());
         }
         self.record(EventKind::RunPaused {

@@ -22,7 +22,7 @@ pub use event::{
 pub use lock::{LockError, RunLock, read_holder};
 pub use phase::{Phase, Refused, UnknownPhase, transition};
 pub use schema::{MigrateError, VERSION as SCHEMA_VERSION};
-pub use state::{ItemState, RunState, UnknownName};
+pub use state::{ItemState, PauseCause, RunState, UnknownName};
 
 /// Errors from the store.
 #[derive(Debug, thiserror::Error)]
@@ -154,6 +154,11 @@ impl RunRow {
     /// Whether the run is still open (not finished).
     pub fn is_running(&self) -> bool {
         self.state == RunState::Running
+    }
+
+    /// Why the run is paused, if it is.
+    pub fn pause_cause(&self) -> Option<PauseCause> {
+        self.pause_reason.as_deref().map(PauseCause::of)
     }
 }
 

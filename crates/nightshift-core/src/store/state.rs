@@ -138,6 +138,55 @@ impl RunState {
 
 stored_by_name!(RunState, "run state");
 
+/// Why a run is paused, as its `run_paused` reason begins (the reason itself stays text in the
+/// journal and `runs.pause_reason`: it carries the item and the back-off for a person). The
+/// prefixes are what `wait`, alerts and the engine tell pauses apart by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum PauseCause {
+    /// An agent CLI hit its usage limit: waited out until its reset.
+    RateLimited,
+    /// A transient network or API fault: retried with back-off.
+    EnvTransient,
+    /// A push was refused: retried with back-off.
+    PushRefused,
+    /// `nightshift pause`: lasts until `nightshift resume`.
+    Operator,
+    /// Anything else (an agent CLI logged out, the user's checkout in the way, a reason a later
+    /// nightshift adds): taken as needing a person.
+    Other,
+}
+
+impl PauseCause {
+    /// The causes that clear without a person, each with the prefix its reasons begin with.
+    const PREFIXES: [(PauseCause, &'static str); 4] = [
+        (PauseCause::RateLimited, "rate_limited"),
+        (PauseCause::EnvTransient, "env_fault: transient"),
+        (PauseCause::PushRefused, "push refused"),
+        (PauseCause::Operator, crate::control::OPERATOR_PAUSE),
+    ];
+
+    /// The cause of a `run_paused` reason.
+    pub fn of(reason: &str) -> PauseCause {
+        PauseCause::PREFIXES
+            .into_iter()
+            .find(|(_, prefix)| reason.starts_with(prefix))
+            .map_or(PauseCause::Other, |(cause, _)| cause)
+    }
+
+    /// What its reasons begin with (`None` for [`PauseCause::Other`], which has no one form).
+    pub fn prefix(self) -> Option<&'static str> {
+        PauseCause::PREFIXES
+            .into_iter()
+            .find(|(cause, _)| *cause == self)
+            .map(|(_, prefix)| prefix)
+    }
+
+    /// Whether the pause clears without a person (it wakes only `nightshift wait --for any`).
+    pub fn clears_by_itself(self) -> bool {
+        self != PauseCause::Other
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -153,6 +202,20 @@ mod tests {
             assert_eq!(RunState::parse(s.as_str()), Some(s));
         }
         assert_eq!(ItemState::parse("later"), None);
+        for cause in [
+            PauseCause::RateLimited,
+            PauseCause::EnvTransient,
+            PauseCause::PushRefused,
+            PauseCause::Operator,
+        ] {
+            let prefix = cause.prefix().unwrap();
+            assert_eq!(PauseCause::of(&format!("{prefix}: x waits")), cause);
+            assert!(cause.clears_by_itself());
+        }
+        let auth = "env_fault: auth: a — a person must log the agent CLI in";
+        assert_eq!(PauseCause::of(auth), PauseCause::Other);
+        assert!(!PauseCause::of(auth).clears_by_itself());
+        assert_eq!(PauseCause::of("operator"), PauseCause::Operator);
         assert_eq!(RunState::parse("later"), None);
     }
 }

@@ -72,7 +72,7 @@ pub fn run(args: &StatusArgs) -> CommandResult {
                 }
                 if nightshift_core::control::pause_requested(&ws)
                     && run.is_running()
-                    && run.pause_reason.as_deref() != Some(nightshift_core::control::OPERATOR_PAUSE)
+                    && run.pause_cause() != Some(nightshift_core::store::PauseCause::Operator)
                 {
                     outln!("pause asked: the run pauses after the step in flight");
                 }
