@@ -60,7 +60,7 @@ pub fn run(args: &StatusArgs) -> CommandResult {
                 let mut shown = run.clone();
                 let mut state = run.state.as_str();
                 if let Some(life) = life.as_ref().filter(|l| l.state != "finished") {
-                    state = &life.state;
+                    state = life.state;
                     if let Some(halt) = life.halt {
                         shown.halt_reason = Some(halt.as_str().to_owned());
                         shown.exit_code = Some(halt.class().code());
