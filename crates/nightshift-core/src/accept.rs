@@ -13,7 +13,9 @@ use crate::clock::Clock;
 use crate::config::{Config, ReviewWhen};
 use crate::git::{Git, GitError, MergeOutcome};
 use crate::session::SessionError;
-use crate::store::{AttemptRow, EventKind, ItemRow, LockError, RunLock, Store, StoreError};
+use crate::store::{
+    AttemptRow, EventKind, ItemRow, ItemState, LockError, Phase, RunLock, Store, StoreError,
+};
 use crate::workspace::Workspace;
 
 /// What `accept`/`confirm` needs.
@@ -136,16 +138,20 @@ pub fn accept(opts: &AcceptOptions<'_>) -> Result<Accepted, AcceptError> {
         }
         None => opts,
     };
-    let allowed: &[&str] = if opts.confirm {
-        &["awaiting_operator"]
+    let allowed: &[ItemState] = if opts.confirm {
+        &[ItemState::AwaitingOperator]
     } else {
-        &["escalated", "parked", "awaiting_operator"]
+        &[
+            ItemState::Escalated,
+            ItemState::Parked,
+            ItemState::AwaitingOperator,
+        ]
     };
-    if !allowed.contains(&item.state.as_str()) {
+    if !allowed.contains(&item.state) {
         return Err(AcceptError::WrongState {
             verb,
             item: item.id.clone(),
-            state: item.state.clone(),
+            state: item.state.to_string(),
             wanted: if opts.confirm {
                 "awaiting_operator"
             } else {
@@ -290,7 +296,7 @@ fn kept_work(
     let failed: Vec<AttemptRow> = store
         .attempts(run_id)?
         .into_iter()
-        .filter(|a| a.item == item.id && a.phase == "failed")
+        .filter(|a| a.item == item.id && a.phase == Phase::Failed)
         .collect();
     if let Some(att) = failed
         .iter()

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::time::{Duration, SystemTime};
 
 use crate::git::{Git, GitError};
-use crate::store::{Store, StoreError};
+use crate::store::{Phase, Store, StoreError};
 use crate::workspace::Workspace;
 
 /// One thing `clean` would remove (or did), and why it may.
@@ -77,7 +77,7 @@ pub fn plan(
                 target = Some(run.target.clone());
             }
             for att in store.attempts(run_id)? {
-                if att.phase == "integrated" {
+                if att.phase == Phase::Integrated {
                     shipped.insert((att.item.clone(), att.attempt));
                 }
                 if !att.is_finished() {

@@ -51,7 +51,9 @@ pub enum WakeClass {
 
 /// The event kinds that can wake a watcher, and their class. **Extend this list** when a new
 /// kind means "a person should look" (e.g. issue 7's escalation kinds). A `run_paused` is
-/// classified by its reason (see [`SELF_CLEARING_PAUSES`]).
+/// classified by its reason's cause (see [`PauseCause::clears_by_itself`]).
+///
+/// [`PauseCause::clears_by_itself`]: crate::store::PauseCause::clears_by_itself
 pub const WAKE_KINDS: &[(&str, WakeClass)] = &[
     ("item_parked", WakeClass::Parked),
     ("item_escalated", WakeClass::HumanRequired),
@@ -61,16 +63,6 @@ pub const WAKE_KINDS: &[(&str, WakeClass)] = &[
     ("run_paused", WakeClass::HumanRequired),
     ("run_finished", WakeClass::Finished),
     ("run_stopped", WakeClass::Finished),
-];
-
-/// Prefixes of `run_paused` reasons that clear without a person: such a pause wakes only
-/// `--for any`. Any other reason (an agent CLI logged out, the user's checkout in the way, a
-/// reason added later) is taken as needing a person.
-pub const SELF_CLEARING_PAUSES: &[&str] = &[
-    "rate_limited",
-    "env_fault: transient",
-    "push refused",
-    crate::control::OPERATOR_PAUSE,
 ];
 
 /// A decision to wake: the class and the exit code to leave with.
@@ -88,7 +80,7 @@ pub fn classify(event: &Event, for_: WaitFor) -> Option<Wake> {
     let (_, class) = WAKE_KINDS.iter().find(|(kind, _)| *kind == name)?;
     let (class, halt_reason) = match &event.kind {
         EventKind::RunPaused { reason, .. }
-            if SELF_CLEARING_PAUSES.iter().any(|p| reason.starts_with(p)) =>
+            if crate::store::PauseCause::of(reason).clears_by_itself() =>
         {
             (WakeClass::Paused, None)
         }

@@ -109,20 +109,20 @@ impl Status {
         let run = run.map(|r| {
             let mut counts = Counts::default();
             for i in items {
-                match i.state.as_str() {
-                    "queued" => counts.queued += 1,
-                    "running" => counts.running += 1,
-                    "shipped" => counts.shipped += 1,
-                    "parked" => counts.parked += 1,
-                    "escalated" => counts.escalated += 1,
-                    "awaiting_operator" => counts.awaiting_operator += 1,
-                    "integrated_local" => counts.integrated_local += 1,
-                    _ => {}
+                use nightshift_core::store::ItemState;
+                match i.state {
+                    ItemState::Queued => counts.queued += 1,
+                    ItemState::Running => counts.running += 1,
+                    ItemState::Shipped => counts.shipped += 1,
+                    ItemState::Parked => counts.parked += 1,
+                    ItemState::Escalated => counts.escalated += 1,
+                    ItemState::AwaitingOperator => counts.awaiting_operator += 1,
+                    ItemState::IntegratedLocal => counts.integrated_local += 1,
                 }
             }
             RunStatus {
                 id: r.id.clone(),
-                state: r.state.clone(),
+                state: r.state.to_string(),
                 target: r.target.clone(),
                 base: r.base.clone(),
                 started_at: r.started_at.clone(),
@@ -143,7 +143,7 @@ impl Status {
                 .iter()
                 .map(|i| ItemStatus {
                     id: i.id.clone(),
-                    state: i.state.clone(),
+                    state: i.state.to_string(),
                     attempts: i.attempts,
                     reason: i.reason.clone(),
                     preserve_ref: i.preserve_ref.clone(),

@@ -2,7 +2,9 @@
 
 use std::fmt::Write as _;
 
-use nightshift_core::store::{CheckStage, DebtRow, Event, EventKind, ItemRow, Outcome, RunRow};
+use nightshift_core::store::{
+    CheckStage, DebtRow, Event, EventKind, ItemRow, ItemState, Outcome, RunRow,
+};
 
 /// Progress lines of a live run: [`event_line`], except that a pause re-armed for the same
 /// reason (a wait retried every few seconds) is said once, until something else happens.
@@ -153,7 +155,8 @@ pub fn event_line(event: &Event) -> Option<String> {
                 .unwrap_or_default()
         ),
         EventKind::RunPaused { reason, .. }
-            if reason == nightshift_core::control::OPERATOR_PAUSE =>
+            if nightshift_core::store::PauseCause::of(reason)
+                == nightshift_core::store::PauseCause::Operator =>
         {
             "paused by the operator: the step in flight is done; `nightshift resume` goes on"
                 .to_owned()
@@ -240,14 +243,15 @@ pub fn event_line(event: &Event) -> Option<String> {
     Some(line)
 }
 
-/// The status table.
-pub fn status(run: &RunRow, items: &[ItemRow]) -> String {
+/// The status table. `state`: what is true of the run now (its liveness — `paused`,
+/// `restarting`, … — over the run table's `running`), in the supervisor's words.
+pub fn status(run: &RunRow, state: &str, items: &[ItemRow]) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
         "run {}  {}{}  target {}  started {}",
         run.id,
-        run.state,
+        state,
         run.halt_reason
             .as_ref()
             .map(|h| format!(" ({h}, exit {})", run.exit_code.unwrap_or_default()))
@@ -255,7 +259,7 @@ pub fn status(run: &RunRow, items: &[ItemRow]) -> String {
         run.target,
         run.started_at
     );
-    if run.is_running()
+    if state == nightshift_core::store::RunState::Running.as_str()
         && let Some(reason) = &run.pause_reason
     {
         let until = run
@@ -267,8 +271,8 @@ pub fn status(run: &RunRow, items: &[ItemRow]) -> String {
     }
     let width = items.iter().map(|i| i.id.len()).max().unwrap_or(4).max(4);
     for i in items {
-        let detail = match i.state.as_str() {
-            "shipped" => i
+        let detail = match i.state {
+            ItemState::Shipped => i
                 .shipped_commit
                 .as_deref()
                 .map(|c| short(c).to_owned())
@@ -314,8 +318,14 @@ pub fn debts(debts: &[DebtRow]) -> String {
 
 /// The morning summary: what shipped, what is parked and where its work is.
 pub fn summary(run: &RunRow, items: &[ItemRow]) -> String {
-    let shipped: Vec<_> = items.iter().filter(|i| i.state == "shipped").collect();
-    let parked: Vec<_> = items.iter().filter(|i| i.state == "parked").collect();
+    let shipped: Vec<_> = items
+        .iter()
+        .filter(|i| i.state == ItemState::Shipped)
+        .collect();
+    let parked: Vec<_> = items
+        .iter()
+        .filter(|i| i.state == ItemState::Parked)
+        .collect();
     let mut out = String::new();
     let _ = writeln!(
         out,

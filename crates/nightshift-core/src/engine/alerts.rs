@@ -7,7 +7,7 @@ use std::fmt::Write;
 
 use crate::halt::HaltReason;
 use crate::notify::{self, Alert, AlertKind};
-use crate::store::ItemRow;
+use crate::store::{ItemRow, ItemState};
 
 use super::Engine;
 
@@ -62,7 +62,10 @@ impl Engine<'_> {
             return;
         }
         let now = self.clock.wall().as_second();
-        let shipped = items.iter().filter(|i| i.state == "shipped").count();
+        let shipped = items
+            .iter()
+            .filter(|i| i.state == ItemState::Shipped)
+            .count();
         match self.alerts.shipped {
             Some((count, _)) if count == shipped => {}
             _ => {
@@ -76,7 +79,10 @@ impl Engine<'_> {
             return;
         }
         self.alerts.no_ship_raised = true;
-        let open = items.iter().filter(|i| i.state != "shipped").count();
+        let open = items
+            .iter()
+            .filter(|i| i.state != ItemState::Shipped)
+            .count();
         self.alert(
             AlertKind::NoShip,
             format!(
@@ -117,12 +123,22 @@ impl Engine<'_> {
 
     /// The run's end, with a plain-text morning summary as the detail.
     pub(super) fn alert_run_finished(&self, run_id: &str, halt: HaltReason, items: &[ItemRow]) {
-        let shipped = items.iter().filter(|i| i.state == "shipped").count();
-        let parked = items.iter().filter(|i| i.state == "parked").count();
+        let shipped = items
+            .iter()
+            .filter(|i| i.state == ItemState::Shipped)
+            .count();
+        let parked = items
+            .iter()
+            .filter(|i| i.state == ItemState::Parked)
+            .count();
         let mut detail = String::new();
         for item in items {
             let _ = write!(detail, "{:<8} {}", item.state, item.id);
-            if let Some(reason) = item.reason.as_deref().filter(|_| item.state != "shipped") {
+            if let Some(reason) = item
+                .reason
+                .as_deref()
+                .filter(|_| item.state != ItemState::Shipped)
+            {
                 let _ = write!(detail, ": {reason}");
             }
             detail.push('\n');

@@ -14,7 +14,7 @@ use crate::notify;
 use crate::session::{
     self, Budget, Limit, Metric, Outcome, ProcessEnd, ProcessSpec, Scope, SessionPacket,
 };
-use crate::store::{AttemptRow, CheckStage, EventKind, ItemRow, Spend};
+use crate::store::{AttemptRow, CheckStage, EventKind, ItemRow, Phase, Spend};
 
 /// Seconds added to a reported reset time before retrying (reset times are whole seconds, and
 /// clocks differ).
@@ -71,11 +71,7 @@ impl Engine<'_> {
     /// Does the next thing for an open attempt, as its phase says.
     pub(super) fn step(&mut self, item: &ItemRow, att: &AttemptRow) -> Result<(), EngineError> {
         let max_iterations = self.run()?.max_iterations;
-        let needs_tree = !matches!(
-            att.phase.as_str(),
-            "preparing" | "integrating" | "merge_green" | "tampered"
-        );
-        if needs_tree && !Path::new(&att.worktree).join(".git").exists() {
+        if att.phase.needs_worktree() && !Path::new(&att.worktree).join(".git").exists() {
             // Removed from under us (by hand, or a disk cleaner): the work that reached git is
             // preserved from the branch; the item goes round again.
             return self.fail(
@@ -83,26 +79,26 @@ impl Engine<'_> {
                 format!("the attempt's worktree {} disappeared", att.worktree),
             );
         }
-        match att.phase.as_str() {
-            "preparing" => self.prepare_worktree(att),
+        match att.phase {
+            Phase::Preparing => self.prepare_worktree(att),
             // The base's check (when no earlier check judged its tree) is a step of its own.
-            "ready" if self.ensure_baseline(item, att)? => Ok(()),
-            "ready" => self.run_session(item, att, 1),
+            Phase::Ready if self.ensure_baseline(item, att)? => Ok(()),
+            Phase::Ready => self.run_session(item, att, 1),
             // Interrupted by a crash: the session did not finish, so it runs again (the agent
             // continues on top of whatever it left in the worktree).
-            "session" => self.run_session(item, att, att.iteration.max(1)),
+            Phase::Session => self.run_session(item, att, att.iteration.max(1)),
             // A nudge after silence, or a retry after a rate limit or an environment fault:
             // the same iteration again, no attempt spent.
-            "session_retry" => self.run_session(item, att, att.iteration.max(1)),
+            Phase::SessionRetry => self.run_session(item, att, att.iteration.max(1)),
             // nightshift commits the session's work first, so the check judges exactly the
             // tree that would land (nothing the check itself writes is ever shipped unchecked).
-            "session_ended" => self.commit(item, att),
-            "committed" | "checking" => self.run_check(item, att, CheckStage::Work),
+            Phase::SessionEnded => self.commit(item, att),
+            Phase::Committed | Phase::Checking => self.run_check(item, att, CheckStage::Work),
             // A guard failed: the oracle was weakened or a blocked path changed. The item
             // ends here, its attempt preserved; nothing of it reaches the target.
             // The session changed what lies outside its checkout (engine/tamper.rs).
-            "tampered" => self.end_tampered(att),
-            "violated" => {
+            Phase::Tampered => self.end_tampered(att),
+            Phase::Violated => {
                 let guards = self.last_guards(att)?;
                 let (halt, reason) = super::verdict::violation(&guards).unwrap_or((
                     HaltReason::MetricIntegrityViolation,
@@ -117,7 +113,7 @@ impl Engine<'_> {
             }
             // The oracle contradicted itself: no verdict of it can be trusted, so the run halts
             // (the item is not to blame and goes round again in the next run).
-            "untrusted" => {
+            Phase::Untrusted => {
                 let why = self
                     .last_untrusted(att)?
                     .unwrap_or_else(|| "the check contradicted itself".into());
@@ -133,22 +129,22 @@ impl Engine<'_> {
                     HaltReason::CheckNotDeterministic,
                 )
             }
-            "red" if att.conflict_repairs == 0
+            Phase::Red if att.conflict_repairs == 0
                 && let Some((halt, why)) = self.no_convergence(item, att)? =>
             {
                 self.fail_halting(att, format!("{halt}: {why}"), halt)
             }
-            "red" if att.iteration < max_iterations => {
+            Phase::Red if att.iteration < max_iterations => {
                 self.run_session(item, att, att.iteration + 1)
             }
-            "red" if att.conflict_repairs > 0 => self.park_keeping_branch(
+            Phase::Red if att.conflict_repairs > 0 => self.park_keeping_branch(
                 att,
                 format!(
                     "merge conflict with the target: check still red after the repair; branch {} kept",
                     att.branch
                 ),
             ),
-            "red" => self.fail(
+            Phase::Red => self.fail(
                 att,
                 format!(
                     "check still red after {} iteration{}",
@@ -156,42 +152,43 @@ impl Engine<'_> {
                     if att.iteration == 1 { "" } else { "s" }
                 ),
             ),
-            "green" if att.candidate.as_deref() == Some(att.base.as_str()) => {
+            Phase::Green if att.candidate.as_deref() == Some(att.base.as_str()) => {
                 self.fail(att, NO_CHANGES.into())
             }
-            "green" => self.after_green(item, att),
+            Phase::Green => self.after_green(item, att),
             // The review phase (engine/review.rs), between the green check and the merge.
-            "reviewing" => self.run_review(item, att, Reviewer::Primary),
-            "second_opinion" | "second_reviewing" => {
+            Phase::Reviewing => self.run_review(item, att, Reviewer::Primary),
+            Phase::SecondOpinion | Phase::SecondReviewing => {
                 self.run_review(item, att, Reviewer::SecondOpinion)
             }
-            "reviewed" => self.decide_review(item, att),
-            "review_repair" => self.run_session(item, att, att.iteration + 1),
-            "reviewed_ok" => self.prepare_merge(item, att),
-            "conflict" => self.start_conflict_repair(item, att),
-            "merge_prepared" | "merge_checking" | "merge_green" | "integrating"
+            Phase::Reviewed => self.decide_review(item, att),
+            Phase::ReviewRepair => self.run_session(item, att, att.iteration + 1),
+            Phase::ReviewedOk => self.prepare_merge(item, att),
+            Phase::Conflict => self.start_conflict_repair(item, att),
+            Phase::MergePrepared | Phase::MergeChecking | Phase::MergeGreen | Phase::Integrating
                 if self.merged_is_missing(att)? =>
             {
                 self.remake_merge(item, att)
             }
-            "merge_prepared" if att.onto.as_deref() == Some(att.base.as_str()) => {
+            Phase::MergePrepared if att.onto.as_deref() == Some(att.base.as_str()) => {
                 self.integrate(att)
             }
-            "merge_prepared" | "merge_checking" => self.run_check(item, att, CheckStage::Merged),
-            "merge_green" | "integrating" => self.integrate(att),
-            "merge_red" => self.fail(
+            Phase::MergePrepared | Phase::MergeChecking => self.run_check(item, att, CheckStage::Merged),
+            Phase::MergeGreen | Phase::Integrating => self.integrate(att),
+            Phase::MergeRed => self.fail(
                 att,
                 format!(
                     "check red on the work merged onto the current target ({})",
                     short(att.onto.as_deref().unwrap_or("?"))
                 ),
             ),
-            other => Err(EngineError::Workspace {
+            // Only open attempts are stepped; one with its verdict has nothing left to do.
+            Phase::Integrated | Phase::Failed => Err(EngineError::Workspace {
                 what: format!(
-                    "attempt {} of `{}` is in an unknown phase `{other}`",
-                    att.attempt, att.item
+                    "attempt {} of `{}` already ended `{}`; it has no next step",
+                    att.attempt, att.item, att.phase
                 ),
-                help: Some("this database was written by a newer nightshift; upgrade".into()),
+                help: None,
             }),
         }
     }
@@ -239,7 +236,7 @@ impl Engine<'_> {
         }
         let logs = self.ws.logs(&self.run_id());
         std::fs::create_dir_all(&logs).map_err(io_err(&logs))?;
-        let nudge = (att.phase == "session_retry"
+        let nudge = (att.phase == Phase::SessionRetry
             && att.last_outcome.as_deref() == Some("stalled"))
         .then_some(att.nudges);
         let stem = match nudge {
@@ -320,7 +317,7 @@ impl Engine<'_> {
         );
         // The same iteration again (a nudge, a rerun after a usage limit, an API fault, an
         // operator stop or an engine crash) continues the CLI's own session where it can.
-        let rerun = matches!(att.phase.as_str(), "session" | "session_retry");
+        let rerun = att.phase.reruns_session();
         let adapter = crate::agent::adapter_for(self.config.agent.kind);
         let resume = match adapter.resume() {
             crate::agent::ResumeRule::Never => None,
@@ -639,7 +636,8 @@ impl Engine<'_> {
             .map(|t| t.to_string())
             .unwrap_or_default();
         // The cause without the changing back-off: one alert per cause while it lasts.
-        let key = if reason.starts_with("rate_limited") {
+        let key = if crate::store::PauseCause::of(&reason) == crate::store::PauseCause::RateLimited
+        {
             "rate_limited".to_owned()
         } else {
             reason.split(" — ").next().unwrap_or(&reason).to_owned()
@@ -1060,7 +1058,7 @@ impl Engine<'_> {
         let target = self.run()?.target.clone();
         let merged = att.merged.clone().unwrap_or_default();
         let onto = att.onto.clone().unwrap_or_default();
-        if att.phase != "integrating" {
+        if att.phase != Phase::Integrating {
             self.record(EventKind::IntegrateIntended {
                 item: att.item.clone(),
                 attempt: att.attempt,

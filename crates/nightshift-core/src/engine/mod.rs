@@ -31,7 +31,8 @@ use crate::halt::HaltReason;
 use crate::plan::Plan;
 use crate::session::SessionError;
 use crate::store::{
-    Event, EventKind, ItemRow, LockError, PlannedItem, RunLock, RunRow, Store, StoreError,
+    Event, EventKind, ItemRow, ItemState, LockError, PlannedItem, RunLock, RunRow, Store,
+    StoreError,
 };
 use crate::workspace::Workspace;
 
@@ -603,7 +604,7 @@ impl Engine<'_> {
             base: base.clone(),
             max_iterations: self.config.limits.max_iterations,
             max_attempts: self.config.limits.max_attempts,
-            state: "running".into(),
+            state: crate::store::RunState::Running,
             halt_reason: None,
             exit_code: None,
             pass: 1,
@@ -651,7 +652,7 @@ impl Engine<'_> {
             let run_id = self.run_id();
             let items = self.store.items(&run_id)?;
             self.alert_no_ship(&items);
-            if let Some(item) = items.iter().find(|i| i.state == "running") {
+            if let Some(item) = items.iter().find(|i| i.state == ItemState::Running) {
                 let number = item.current_attempt.unwrap_or(0);
                 if let Some(attempt) = self.store.attempt(&run_id, &item.id, number)? {
                     if self.deadline_passed()
@@ -674,7 +675,7 @@ impl Engine<'_> {
                 self.review_debt(&debt)?;
                 continue;
             }
-            if let Some(item) = items.iter().find(|i| i.state == "queued") {
+            if let Some(item) = items.iter().find(|i| i.state == ItemState::Queued) {
                 if self.deadline_passed() {
                     return self.deadline_stop();
                 }
@@ -688,7 +689,7 @@ impl Engine<'_> {
             // touched what it must not, and another pass would only invite it again.
             let parked: Vec<String> = items
                 .iter()
-                .filter(|i| i.state == "parked" && !halted_by_integrity(i))
+                .filter(|i| i.state == ItemState::Parked && !halted_by_integrity(i))
                 .map(|i| i.id.clone())
                 .collect();
             let pass = self.run()?.pass;
@@ -742,17 +743,7 @@ impl Engine<'_> {
         if space::is_disk_full(&error) {
             return self.wait_if_disk_full(error);
         }
-        let before_integration = matches!(
-            att.phase.as_str(),
-            "preparing"
-                | "ready"
-                | "session"
-                | "session_retry"
-                | "session_ended"
-                | "committed"
-                | "checking"
-                | "red"
-        );
+        let before_integration = att.phase.before_integration();
         let item_level = matches!(
             error,
             EngineError::Git(_) | EngineError::Io { .. } | EngineError::Session(_)
@@ -810,10 +801,10 @@ impl Engine<'_> {
         let Some(item) = items.first() else {
             return Ok(HaltReason::NoActionableItems);
         };
-        match item.state.as_str() {
-            "shipped" => return Ok(HaltReason::SuccessConditionMet),
-            "escalated" => return Ok(HaltReason::EscalationPending),
-            "awaiting_operator" => return Ok(HaltReason::AwaitingOperator),
+        match item.state {
+            ItemState::Shipped => return Ok(HaltReason::SuccessConditionMet),
+            ItemState::Escalated => return Ok(HaltReason::EscalationPending),
+            ItemState::AwaitingOperator => return Ok(HaltReason::AwaitingOperator),
             _ => {}
         }
         let run_id = self.run_id();
@@ -876,7 +867,7 @@ impl Engine<'_> {
         let Some(until) = self.run()?.paused_until else {
             return Ok(());
         };
-        let operator = self.run()?.pause_reason.as_deref() == Some(crate::control::OPERATOR_PAUSE);
+        let operator = self.run()?.pause_cause() == Some(crate::store::PauseCause::Operator);
         loop {
             // A stop, or the `--until` deadline, ends the wait; the pause stays recorded.
             if crate::stop::requested().is_some() || (at_deadline && self.deadline_passed()) {
@@ -906,7 +897,7 @@ impl Engine<'_> {
         if !crate::control::pause_requested(&self.ws) {
             return Ok(());
         }
-        if self.run()?.pause_reason.as_deref() == Some(crate::control::OPERATOR_PAUSE) {
+        if self.run()?.pause_cause() == Some(crate::store::PauseCause::Operator) {
             return Ok(());
         }
         self.record(EventKind::RunPaused {
@@ -1145,10 +1136,18 @@ impl Engine<'_> {
 /// Whether the next step of this attempt starts an agent session (new work, which a passed
 /// `--until` deadline does not allow); checks, commits and integration of finished work do not.
 fn starts_session(att: &crate::store::AttemptRow, max_iterations: u32) -> bool {
-    match att.phase.as_str() {
-        "preparing" | "ready" | "session" | "session_retry" | "conflict" | "review_repair"
-        | "reviewing" | "second_opinion" | "second_reviewing" => true,
-        "red" => att.iteration < max_iterations,
+    use crate::store::Phase;
+    match att.phase {
+        Phase::Preparing
+        | Phase::Ready
+        | Phase::Session
+        | Phase::SessionRetry
+        | Phase::Conflict
+        | Phase::ReviewRepair
+        | Phase::Reviewing
+        | Phase::SecondOpinion
+        | Phase::SecondReviewing => true,
+        Phase::Red => att.iteration < max_iterations,
         _ => false,
     }
 }

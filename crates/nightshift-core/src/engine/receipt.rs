@@ -20,7 +20,7 @@ use crate::receipt::{
     self, AgentTuple, CheckRecord, DeterminismRecord, GuardState, GuardVerdict, Iteration,
     ManifestEntry, Receipt, SessionRecord, SpendTotals, Tokens, Verdict, key,
 };
-use crate::store::{AttemptRow, CheckStage, Event, EventKind, StoreError};
+use crate::store::{AttemptRow, CheckStage, Event, EventKind, ItemState, Phase, StoreError};
 
 /// How long `<agent> --version` may take.
 const VERSION_TIMEOUT: Duration = Duration::from_secs(10);
@@ -261,11 +261,11 @@ impl Engine<'_> {
         let guards_complete =
             !guards.is_empty() && guards.iter().all(|g| g.verdict != GuardState::NotRun);
         let agent = self.agent_tuple();
-        let item_state = item.as_ref().map(|i| i.state.clone());
-        if item_state.as_deref() == Some("parked") {
+        let item_state = item.as_ref().map(|i| i.state.to_string());
+        if item.as_ref().is_some_and(|i| i.state == ItemState::Parked) {
             parked = true;
         }
-        let shipped = att.phase == "integrated";
+        let shipped = att.phase == Phase::Integrated;
         let missing = missing_facts(&iterations, &agent, &spend, &guards, guards_complete);
         let verdict = match (shipped, missing.is_empty(), parked) {
             (true, true, _) => Verdict::Success,

@@ -15,7 +15,7 @@ use crate::config::{AgentConfig, OnTimeout, ReviewWhen, TriageAction};
 use crate::halt::HaltReason;
 use crate::notify::{self, Alert, AlertKind};
 use crate::session::{self, Budget, Outcome, ProcessEnd};
-use crate::store::{AttemptRow, EventKind, ItemRow, Spend};
+use crate::store::{AttemptRow, EventKind, ItemRow, ItemState, Phase, Spend};
 use crate::verdict::{self, Decision, Verdict};
 
 /// Bytes of the diff put into the review prompt (the whole diff is in a file beside it).
@@ -114,7 +114,7 @@ impl Engine<'_> {
                     item: Some(att.item.clone()),
                 },
             );
-            return self.end_with_verdict(att, reason, "awaiting_operator", actions);
+            return self.end_with_verdict(att, reason, ItemState::AwaitingOperator, actions);
         }
         if self.review_wanted(att)? {
             self.run_review(item, att, Reviewer::Primary)
@@ -568,14 +568,14 @@ impl Engine<'_> {
                 item: Some(att.item.clone()),
             },
         );
-        self.end_with_verdict(att, reason, "escalated", Vec::new())
+        self.end_with_verdict(att, reason, ItemState::Escalated, Vec::new())
     }
 }
 
 /// The prompt section for a session that follows review findings: a repair asked by the
 /// attempt's review, or the first session of an item a debt review reopened.
 pub(super) fn findings_note(item: &ItemRow, att: &AttemptRow, iteration: u32) -> Option<String> {
-    let (file, heading) = if att.phase == "review_repair" {
+    let (file, heading) = if att.phase == Phase::ReviewRepair {
         (
             att.last_check_log.as_deref()?,
             "A review of your work asked for changes",
@@ -598,11 +598,11 @@ pub(super) fn findings_note(item: &ItemRow, att: &AttemptRow, iteration: u32) ->
 /// The halt when the queue is drained: a person's decision first (16), then parked work
 /// (11), then unpaid review debt (11), never 10 while any debt is open.
 pub(super) fn drain_halt(items: &[ItemRow], debt_open: bool) -> HaltReason {
-    if items.iter().any(|i| i.state == "escalated") {
+    if items.iter().any(|i| i.state == ItemState::Escalated) {
         HaltReason::EscalationPending
-    } else if items.iter().any(|i| i.state == "awaiting_operator") {
+    } else if items.iter().any(|i| i.state == ItemState::AwaitingOperator) {
         HaltReason::AwaitingOperator
-    } else if !items.iter().all(|i| i.state == "shipped") {
+    } else if !items.iter().all(|i| i.state == ItemState::Shipped) {
         HaltReason::QueueDrainedWithParked
     } else if debt_open {
         HaltReason::DebtOutstanding
@@ -720,7 +720,7 @@ mod tests {
             position: 0,
             prompt: String::new(),
             check_command: None,
-            state: state.into(),
+            state: ItemState::parse(state).unwrap(),
             attempts: 1,
             allowed: 1,
             current_attempt: None,

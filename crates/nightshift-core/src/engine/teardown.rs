@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use super::{Engine, EngineError};
 use crate::halt::HaltReason;
-use crate::store::{AttemptRow, EventKind};
+use crate::store::{AttemptRow, EventKind, ItemState, Phase};
 
 /// The clone's ref a preserve snapshot is fetched from.
 const KEPT_IN_CLONE: &str = "refs/nightshift/kept";
@@ -57,7 +57,7 @@ impl Engine<'_> {
         &mut self,
         att: &AttemptRow,
         reason: String,
-        verdict: &str,
+        verdict: ItemState,
         actions: Vec<String>,
     ) -> Result<(), EngineError> {
         self.end_attempt(
@@ -66,7 +66,7 @@ impl Engine<'_> {
             true,
             true,
             None,
-            Some(verdict.to_owned()),
+            Some(verdict.as_str().to_owned()),
             actions,
         )
     }
@@ -117,16 +117,16 @@ impl Engine<'_> {
             .find(|i| i.id == att.item);
         if let Some(item) = ended {
             let reason = item.reason.clone().unwrap_or_default();
-            match item.state.as_str() {
-                "parked" => self.record(EventKind::ItemParked {
+            match item.state {
+                ItemState::Parked => self.record(EventKind::ItemParked {
                     item: item.id,
                     reason,
                 })?,
-                "escalated" => self.record(EventKind::ItemEscalated {
+                ItemState::Escalated => self.record(EventKind::ItemEscalated {
                     item: item.id,
                     reason,
                 })?,
-                "awaiting_operator" => self.record(EventKind::ItemAwaitingOperator {
+                ItemState::AwaitingOperator => self.record(EventKind::ItemAwaitingOperator {
                     item: item.id,
                     reason,
                     actions: listed,
@@ -154,7 +154,7 @@ impl Engine<'_> {
         let path = PathBuf::from(&att.worktree);
         // A shipped attempt's work is all in its candidate commit (committed before the check
         // that let it through); anything else gets a snapshot of the whole tree.
-        let shipped = att.phase == "integrated";
+        let shipped = att.phase == Phase::Integrated;
         let branch_tip = if shipped {
             None
         } else {
@@ -431,8 +431,8 @@ impl Engine<'_> {
             if att.is_finished() {
                 continue;
             }
-            let landed = match (att.phase.as_str(), att.merged.as_deref()) {
-                ("integrating" | "merge_green", Some(merged)) => {
+            let landed = match (att.phase, att.merged.as_deref()) {
+                (Phase::Integrating | Phase::MergeGreen, Some(merged)) => {
                     match self.git.resolve(&format!("refs/heads/{target}"))? {
                         Some(tip) => self.git.is_ancestor(merged, &tip)?,
                         None => false,

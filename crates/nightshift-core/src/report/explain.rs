@@ -37,7 +37,9 @@ use serde::Serialize;
 use crate::check::results::{FailingSet, Progress, assess};
 use crate::guard::GuardState;
 use crate::halt::HaltReason;
-use crate::store::{AttemptRow, CheckStage, EventKind, ItemRow, RunRow, Store, StoreError};
+use crate::store::{
+    AttemptRow, CheckStage, EventKind, ItemRow, ItemState, RunRow, Store, StoreError,
+};
 
 /// How many test ids a sentence names before it summarizes the rest.
 const NAMED_TESTS: usize = 5;
@@ -243,9 +245,8 @@ pub fn explain(
             }
         },
         None => {
-            let (done, open): (Vec<&ItemRow>, Vec<&ItemRow>) = items
-                .iter()
-                .partition(|i| matches!(i.state.as_str(), "shipped" | "integrated_local"));
+            let (done, open): (Vec<&ItemRow>, Vec<&ItemRow>) =
+                items.iter().partition(|i| i.state.is_integrated());
             (open, done.into_iter().map(|i| i.id.clone()).collect())
         }
     };
@@ -257,7 +258,7 @@ pub fn explain(
         }
         let verdict = match reported.last() {
             Some(latest) => latest.verdict.clone(),
-            None if row.state == "shipped" => Verdict::new(
+            None if row.state == ItemState::Shipped => Verdict::new(
                 VerdictKind::Shipped,
                 "shipped by an earlier run; this run did not attempt it",
                 Vec::new(),
@@ -270,7 +271,7 @@ pub fn explain(
         };
         reports.push(ItemReport {
             id: row.id.clone(),
-            state: row.state.clone(),
+            state: row.state.to_string(),
             attempts: reported,
             verdict,
         });

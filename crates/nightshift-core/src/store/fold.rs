@@ -2,17 +2,21 @@
 //! journal; `Store::record` runs this in the same transaction that appends the event, and
 //! `Store::refold` can rebuild the whole state from the journal to prove it.
 
-use rusqlite::{Transaction, params};
+use rusqlite::{OptionalExtension, Transaction, params};
 
-use super::event::{CheckStage, EventKind};
+use super::StoreError;
+use super::event::EventKind;
+use super::phase::{Phase, transition};
+use super::state::{ItemState, RunState, UnknownName};
 
-/// Applies one event to the state tables.
+/// Applies one event to the state tables. An event its attempt's phase refuses
+/// ([`transition`]) is an error, and the transaction it came in applies nothing.
 pub fn apply(
     tx: &Transaction<'_>,
     run_id: &str,
     at: &str,
     kind: &EventKind,
-) -> rusqlite::Result<()> {
+) -> Result<(), StoreError> {
     match kind {
         EventKind::RunStarted {
             target,
@@ -23,13 +27,13 @@ pub fn apply(
         } => {
             tx.execute(
                 "INSERT INTO runs (id, started_at, target, base, max_iterations, max_attempts, state, pass)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'running', 1)",
-                params![run_id, at, target, base, max_iterations, max_attempts],
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 1)",
+                params![run_id, at, target, base, max_iterations, max_attempts, RunState::Running],
             )?;
             for (position, item) in items.iter().enumerate() {
                 let (state, reason) = match &item.shipped_by {
-                    Some(run) => ("shipped", Some(format!("shipped by run {run}"))),
-                    None => ("queued", None),
+                    Some(run) => (ItemState::Shipped, Some(format!("shipped by run {run}"))),
+                    None => (ItemState::Queued, None),
                 };
                 tx.execute(
                     "INSERT INTO items (run_id, id, position, prompt, check_command, state, attempts, allowed, reason)
@@ -50,8 +54,8 @@ pub fn apply(
             )?;
             for item in requeued {
                 tx.execute(
-                    "UPDATE items SET state = 'queued', allowed = attempts + 1 WHERE run_id = ?1 AND id = ?2",
-                    params![run_id, item],
+                    "UPDATE items SET state = ?3, allowed = attempts + 1 WHERE run_id = ?1 AND id = ?2",
+                    params![run_id, item, ItemState::Queued],
                 )?;
             }
         }
@@ -63,18 +67,18 @@ pub fn apply(
             worktree,
         } => {
             tx.execute(
-                "UPDATE items SET state = 'running', attempts = attempts + 1, current_attempt = ?3
+                "UPDATE items SET state = ?4, attempts = attempts + 1, current_attempt = ?3
                  WHERE run_id = ?1 AND id = ?2",
-                params![run_id, item, attempt],
+                params![run_id, item, attempt, ItemState::Running],
             )?;
             tx.execute(
                 "INSERT INTO attempts (run_id, item, attempt, base, branch, worktree, phase, iteration, worktree_present)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'preparing', 0, 1)",
-                params![run_id, item, attempt, base, branch, worktree],
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 0, 1)",
+                params![run_id, item, attempt, base, branch, worktree, Phase::START],
             )?;
         }
         EventKind::WorktreeReady { item, attempt } => {
-            set_phase(tx, run_id, item, *attempt, "ready")?;
+            move_phase(tx, run_id, item, *attempt, kind)?;
         }
         EventKind::SessionStarted {
             item,
@@ -84,7 +88,7 @@ pub fn apply(
             resumed,
             ..
         } => {
-            set_phase(tx, run_id, item, *attempt, "session")?;
+            move_phase(tx, run_id, item, *attempt, kind)?;
             // The session a rerun may resume: the one this process continues, else none until
             // the CLI reports its own (never a session of another iteration).
             let resumable = agent_session.as_deref().filter(|_| *resumed);
@@ -119,13 +123,8 @@ pub fn apply(
                  WHERE run_id = ?1 AND item = ?2 AND attempt = ?3",
                 params![run_id, item, attempt, outcome_name, agent_session],
             )?;
-            // An environmental ending is not the item's fault: the same iteration runs again.
-            let phase = if outcome.reruns_iteration() {
-                "session_retry"
-            } else {
-                "session_ended"
-            };
-            set_phase(tx, run_id, item, *attempt, phase)?;
+            // An environmental ending reruns the iteration (phase.rs).
+            move_phase(tx, run_id, item, *attempt, kind)?;
             if outcome.is_environmental() {
                 tx.execute(
                     "UPDATE attempts SET env_retries = env_retries + 1 WHERE run_id = ?1 AND item = ?2 AND attempt = ?3",
@@ -147,7 +146,7 @@ pub fn apply(
             }
         }
         EventKind::SessionNudged { item, attempt, .. } => {
-            set_phase(tx, run_id, item, *attempt, "session_retry")?;
+            move_phase(tx, run_id, item, *attempt, kind)?;
             tx.execute(
                 "UPDATE attempts SET nudges = nudges + 1 WHERE run_id = ?1 AND item = ?2 AND attempt = ?3",
                 params![run_id, item, attempt],
@@ -175,48 +174,14 @@ pub fn apply(
                 params![run_id],
             )?;
         }
-        EventKind::CheckStarted {
-            item,
-            attempt,
-            stage,
-            ..
-        } => {
-            let phase = match stage {
-                CheckStage::Work => "checking",
-                CheckStage::Merged => "merge_checking",
-            };
-            set_phase(tx, run_id, item, *attempt, phase)?;
+        EventKind::CheckStarted { item, attempt, .. } => {
+            move_phase(tx, run_id, item, *attempt, kind)?;
         }
         EventKind::CheckEnded {
-            item,
-            attempt,
-            stage,
-            green,
-            log,
-            guards,
-            untrusted,
-            ..
+            item, attempt, log, ..
         } => {
-            let violated = guards
-                .iter()
-                .any(|g| g.state == crate::guard::GuardState::Fail);
-            // A blocked path is the agent's act whatever the oracle says; a weakened test is
-            // judged by an oracle, which must first be trusted.
-            let blocked = guards.iter().any(|g| {
-                g.guard == crate::guard::BLOCKED_PATHS && g.state == crate::guard::GuardState::Fail
-            });
-            let phase = match (stage, green) {
-                (CheckStage::Work, _) if blocked => "violated",
-                // An oracle that contradicts itself judges nothing.
-                _ if untrusted.is_some() => "untrusted",
-                // A guard dominates the verdict: nothing violated ever counts as green.
-                (CheckStage::Work, _) if violated => "violated",
-                (CheckStage::Work, true) => "green",
-                (CheckStage::Work, false) => "red",
-                (CheckStage::Merged, true) => "merge_green",
-                (CheckStage::Merged, false) => "merge_red",
-            };
-            set_phase(tx, run_id, item, *attempt, phase)?;
+            // Guards dominate the oracle, an untrusted oracle judges nothing (phase.rs).
+            move_phase(tx, run_id, item, *attempt, kind)?;
             tx.execute(
                 "UPDATE attempts SET last_check_log = ?4 WHERE run_id = ?1 AND item = ?2 AND attempt = ?3",
                 params![run_id, item, attempt, log],
@@ -227,7 +192,7 @@ pub fn apply(
             attempt,
             commit,
         } => {
-            set_phase(tx, run_id, item, *attempt, "committed")?;
+            move_phase(tx, run_id, item, *attempt, kind)?;
             tx.execute(
                 "UPDATE attempts SET candidate = ?4 WHERE run_id = ?1 AND item = ?2 AND attempt = ?3",
                 params![run_id, item, attempt, commit],
@@ -239,7 +204,7 @@ pub fn apply(
             commit,
             onto,
         } => {
-            set_phase(tx, run_id, item, *attempt, "merge_prepared")?;
+            move_phase(tx, run_id, item, *attempt, kind)?;
             tx.execute(
                 "UPDATE attempts SET merged = ?4, onto = ?5 WHERE run_id = ?1 AND item = ?2 AND attempt = ?3",
                 params![run_id, item, attempt, commit, onto],
@@ -251,7 +216,7 @@ pub fn apply(
             onto,
             paths,
         } => {
-            set_phase(tx, run_id, item, *attempt, "conflict")?;
+            move_phase(tx, run_id, item, *attempt, kind)?;
             tx.execute(
                 "UPDATE attempts SET conflict_repairs = conflict_repairs + 1, onto = ?4, conflict_paths = ?5
                  WHERE run_id = ?1 AND item = ?2 AND attempt = ?3",
@@ -259,7 +224,7 @@ pub fn apply(
             )?;
         }
         EventKind::IntegrateIntended { item, attempt, .. } => {
-            set_phase(tx, run_id, item, *attempt, "integrating")?;
+            move_phase(tx, run_id, item, *attempt, kind)?;
         }
         EventKind::Integrated {
             item,
@@ -268,11 +233,11 @@ pub fn apply(
             push,
             awaiting_push,
         } => {
-            set_phase(tx, run_id, item, *attempt, "integrated")?;
+            move_phase(tx, run_id, item, *attempt, kind)?;
             let state = if *awaiting_push {
-                "integrated_local"
+                ItemState::IntegratedLocal
             } else {
-                "shipped"
+                ItemState::Shipped
             };
             tx.execute(
                 "UPDATE items SET state = ?4, shipped_commit = ?3, reason = NULL, push_pending = ?5,
@@ -290,10 +255,10 @@ pub fn apply(
         }
         EventKind::Pushed { item, .. } => {
             tx.execute(
-                "UPDATE items SET state = 'shipped', push_pending = 0, reason = NULL,
+                "UPDATE items SET state = ?3, push_pending = 0, reason = NULL,
                         shipped_pass = (SELECT pass FROM runs WHERE id = ?1)
                  WHERE run_id = ?1 AND id = ?2",
-                params![run_id, item],
+                params![run_id, item, ItemState::Shipped],
             )?;
         }
         EventKind::PushFailed { items, error } => {
@@ -305,7 +270,7 @@ pub fn apply(
             }
         }
         EventKind::ControlPlaneTampered { item, attempt, .. } => {
-            set_phase(tx, run_id, item, *attempt, "tampered")?;
+            move_phase(tx, run_id, item, *attempt, kind)?;
         }
         EventKind::Preserved {
             item,
@@ -332,7 +297,19 @@ pub fn apply(
             actions,
             ..
         } => {
-            set_phase(tx, run_id, item, *attempt, "failed")?;
+            move_phase(tx, run_id, item, *attempt, kind)?;
+            // The item's verdict instead of parked (`escalated`, `awaiting_operator`).
+            let verdict = verdict
+                .as_deref()
+                .map(|name| {
+                    ItemState::parse(name)
+                        .filter(|s| s.awaits_person())
+                        .ok_or_else(|| UnknownName {
+                            what: "item verdict of attempt_failed",
+                            name: name.to_owned(),
+                        })
+                })
+                .transpose()?;
             tx.execute(
                 "UPDATE attempts SET keep_branch = ?4 WHERE run_id = ?1 AND item = ?2 AND attempt = ?3",
                 params![run_id, item, attempt, keep_branch],
@@ -344,7 +321,7 @@ pub fn apply(
             tx.execute(
                 "UPDATE items SET reason = ?3,
                         state = CASE WHEN ?5 IS NOT NULL THEN ?5
-                                     WHEN ?4 OR attempts >= allowed THEN 'parked' ELSE 'queued' END,
+                                     WHEN ?4 OR attempts >= allowed THEN ?7 ELSE ?8 END,
                         operator_actions = ?6
                  WHERE run_id = ?1 AND id = ?2",
                 params![
@@ -353,22 +330,14 @@ pub fn apply(
                     reason,
                     park,
                     verdict,
-                    (!actions.is_empty()).then(|| actions.join("\n"))
+                    (!actions.is_empty()).then(|| actions.join("\n")),
+                    ItemState::Parked,
+                    ItemState::Queued,
                 ],
             )?;
         }
-        EventKind::ReviewStarted {
-            item,
-            attempt,
-            reviewer,
-            ..
-        } => {
-            let phase = if reviewer == "second_opinion" {
-                "second_reviewing"
-            } else {
-                "reviewing"
-            };
-            set_phase(tx, run_id, item, *attempt, phase)?;
+        EventKind::ReviewStarted { item, attempt, .. } => {
+            move_phase(tx, run_id, item, *attempt, kind)?;
         }
         EventKind::ReviewEnded {
             item,
@@ -380,7 +349,7 @@ pub fn apply(
             error,
             spend,
         } => {
-            set_phase(tx, run_id, item, *attempt, "reviewed")?;
+            move_phase(tx, run_id, item, *attempt, kind)?;
             let record = serde_json::json!({
                 "reviewer": reviewer, "outcome": outcome, "verdict": verdict, "error": error,
             });
@@ -402,17 +371,8 @@ pub fn apply(
             feedback,
             ..
         } => {
-            let phase = match action.as_str() {
-                "approve" | "ship_with_debt" => Some("reviewed_ok"),
-                "repair" => Some("review_repair"),
-                "fix" => Some("green"),
-                "second_opinion" => Some("second_opinion"),
-                "retry" => Some("green"),
-                _ => None, // the attempt ends next (escalate, park, defer)
-            };
-            if let Some(phase) = phase {
-                set_phase(tx, run_id, item, *attempt, phase)?;
-            }
+            // Escalate, park and defer keep the phase: the attempt ends next (phase.rs).
+            move_phase(tx, run_id, item, *attempt, kind)?;
             if action == "ship_with_debt" {
                 tx.execute(
                     "UPDATE attempts SET review_debt = ?4 WHERE run_id = ?1 AND item = ?2 AND attempt = ?3",
@@ -451,14 +411,15 @@ pub fn apply(
             }
             if outcome == "reopened" {
                 tx.execute(
-                    "UPDATE items SET state = 'queued', allowed = attempts + 1, feedback = ?3,
+                    "UPDATE items SET state = ?5, allowed = attempts + 1, feedback = ?3,
                             reason = ?4, shipped_pass = NULL
                      WHERE run_id = ?1 AND id = ?2",
                     params![
                         run_id,
                         item,
                         feedback,
-                        format!("reopened by its debt review: {why}")
+                        format!("reopened by its debt review: {why}"),
+                        ItemState::Queued,
                     ],
                 )?;
             }
@@ -472,10 +433,10 @@ pub fn apply(
             ..
         } => {
             tx.execute(
-                "UPDATE items SET state = 'shipped', shipped_commit = ?3, reason = NULL,
+                "UPDATE items SET state = ?4, shipped_commit = ?3, reason = NULL,
                         operator_actions = NULL, shipped_pass = (SELECT pass FROM runs WHERE id = ?1)
                  WHERE run_id = ?1 AND id = ?2",
-                params![run_id, item, commit],
+                params![run_id, item, commit, ItemState::Shipped],
             )?;
             if let Some(debt) = debt {
                 tx.execute(
@@ -497,9 +458,15 @@ pub fn apply(
             exit_code,
         } => {
             tx.execute(
-                "UPDATE runs SET state = 'finished', finished_at = ?2, halt_reason = ?3, exit_code = ?4
+                "UPDATE runs SET state = ?5, finished_at = ?2, halt_reason = ?3, exit_code = ?4
                  WHERE id = ?1",
-                params![run_id, at, halt_reason.as_str(), exit_code],
+                params![
+                    run_id,
+                    at,
+                    halt_reason.as_str(),
+                    exit_code,
+                    RunState::Finished
+                ],
             )?;
         }
     }
@@ -530,16 +497,32 @@ fn add_spend(
     Ok(())
 }
 
-fn set_phase(
+/// Moves the attempt's phase as [`transition`] says for `kind`, one of its own events. An
+/// attempt that is not there (an event of an unknown attempt) changes nothing, as an `UPDATE`
+/// of no row did before phases were typed.
+fn move_phase(
     tx: &Transaction<'_>,
     run_id: &str,
     item: &str,
     attempt: u32,
-    phase: &str,
-) -> rusqlite::Result<()> {
-    tx.execute(
-        "UPDATE attempts SET phase = ?4 WHERE run_id = ?1 AND item = ?2 AND attempt = ?3",
-        params![run_id, item, attempt, phase],
-    )?;
+    kind: &EventKind,
+) -> Result<(), StoreError> {
+    let from: Option<Phase> = tx
+        .query_row(
+            "SELECT phase FROM attempts WHERE run_id = ?1 AND item = ?2 AND attempt = ?3",
+            params![run_id, item, attempt],
+            |r| r.get(0),
+        )
+        .optional()?;
+    let Some(from) = from else {
+        return Ok(());
+    };
+    let to = transition(from, kind)?;
+    if to != from {
+        tx.execute(
+            "UPDATE attempts SET phase = ?4 WHERE run_id = ?1 AND item = ?2 AND attempt = ?3",
+            params![run_id, item, attempt, to],
+        )?;
+    }
     Ok(())
 }

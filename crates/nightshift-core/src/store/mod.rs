@@ -7,7 +7,11 @@ mod event;
 mod fold;
 pub mod head;
 mod lock;
+mod phase;
+#[cfg(test)]
+mod phase_tests;
 mod schema;
+mod state;
 
 use std::path::Path;
 
@@ -17,7 +21,9 @@ pub use event::{
     CheckStage, CheckSummary, Event, EventKind, Metric, Outcome, PlannedItem, Scope, Spend,
 };
 pub use lock::{LockError, RunLock, read_holder};
+pub use phase::{Phase, Refused, UnknownPhase, transition};
 pub use schema::{MigrateError, VERSION as SCHEMA_VERSION};
+pub use state::{ItemState, PauseCause, RunState, UnknownName};
 
 /// Errors from the store.
 #[derive(Debug, thiserror::Error)]
@@ -48,6 +54,12 @@ pub enum StoreError {
     /// journal is behind its head outside the database.
     #[error("trust the state database: store_tampered: {0}")]
     Tampered(chain::Tamper),
+    /// An event its attempt's phase does not allow (store/phase.rs): nothing was recorded.
+    #[error(transparent)]
+    Refused(#[from] phase::Refused),
+    /// A name (a state, a verdict) this build does not know.
+    #[error(transparent)]
+    Unknown(#[from] state::UnknownName),
 }
 
 /// What is wrong with a state database that the next engine start would meet again, so a
@@ -128,7 +140,7 @@ pub struct RunRow {
     pub base: String,
     pub max_iterations: u32,
     pub max_attempts: u32,
-    pub state: String,
+    pub state: RunState,
     pub halt_reason: Option<String>,
     pub exit_code: Option<i32>,
     pub pass: u32,
@@ -143,7 +155,12 @@ pub struct RunRow {
 impl RunRow {
     /// Whether the run is still open (not finished).
     pub fn is_running(&self) -> bool {
-        self.state == "running"
+        self.state == RunState::Running
+    }
+
+    /// Why the run is paused, if it is.
+    pub fn pause_cause(&self) -> Option<PauseCause> {
+        self.pause_reason.as_deref().map(PauseCause::of)
     }
 }
 
@@ -154,7 +171,7 @@ pub struct ItemRow {
     pub position: u32,
     pub prompt: String,
     pub check_command: Option<String>,
-    pub state: String,
+    pub state: ItemState,
     pub attempts: u32,
     pub allowed: u32,
     pub current_attempt: Option<u32>,
@@ -181,7 +198,7 @@ pub struct AttemptRow {
     pub base: String,
     pub branch: String,
     pub worktree: String,
-    pub phase: String,
+    pub phase: Phase,
     pub iteration: u32,
     pub candidate: Option<String>,
     pub merged: Option<String>,
@@ -242,7 +259,7 @@ impl DebtRow {
 impl AttemptRow {
     /// Whether the attempt has reached a verdict (shipped or failed).
     pub fn is_finished(&self) -> bool {
-        matches!(self.phase.as_str(), "integrated" | "failed")
+        self.phase.is_finished()
     }
 }
 

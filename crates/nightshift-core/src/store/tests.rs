@@ -55,9 +55,13 @@ fn record_appends_and_folds_in_one_step() {
         )
         .unwrap();
     let items = store.items("r1").unwrap();
-    assert_eq!(items[0].state, "parked", "one allowed attempt, spent");
+    assert_eq!(
+        items[0].state,
+        ItemState::Parked,
+        "one allowed attempt, spent"
+    );
     assert_eq!(items[0].reason.as_deref(), Some("red"));
-    assert_eq!(items[1].state, "queued");
+    assert_eq!(items[1].state, ItemState::Queued);
     store
         .record(
             "r1",
@@ -69,7 +73,7 @@ fn record_appends_and_folds_in_one_step() {
         )
         .unwrap();
     let items = store.items("r1").unwrap();
-    assert_eq!((items[0].state.as_str(), items[0].allowed), ("queued", 2));
+    assert_eq!((items[0].state, items[0].allowed), (ItemState::Queued, 2));
     assert_eq!(store.max_attempt_number("a").unwrap(), 1);
     assert_eq!(store.events_after(0, 100).unwrap().len(), 4);
     assert!(store.refold_matches().unwrap());

@@ -112,10 +112,14 @@ fn live(store: &Store, run_id: &str, item: &str) -> Result<bool, CommandError> {
     if !run.is_running() {
         return Ok(false);
     }
-    Ok(store
-        .items(run_id)?
-        .iter()
-        .any(|i| i.id == item && matches!(i.state.as_str(), "queued" | "running")))
+    Ok(store.items(run_id)?.iter().any(|i| {
+        i.id == item
+            && matches!(
+                i.state,
+                nightshift_core::store::ItemState::Queued
+                    | nightshift_core::store::ItemState::Running
+            )
+    }))
 }
 
 /// One line of a session's log, readably: Claude's stream-json events as words, any other line

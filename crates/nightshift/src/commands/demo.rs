@@ -144,7 +144,7 @@ look around:"
     let shipped = summary
         .items
         .iter()
-        .filter(|i| i.state == "shipped")
+        .filter(|i| i.state == nightshift_core::store::ItemState::Shipped)
         .count();
     let as_designed = summary.halt == HaltReason::QueueDrainedWithParked && shipped == 4;
     if as_designed {

@@ -58,20 +58,21 @@ pub fn run(args: &StatusArgs) -> CommandResult {
             Some(run) => {
                 // The state shown is what is true now, not only what the run table says.
                 let mut shown = run.clone();
+                let mut state = run.state.as_str();
                 if let Some(life) = life.as_ref().filter(|l| l.state != "finished") {
-                    life.state.clone_into(&mut shown.state);
+                    state = life.state;
                     if let Some(halt) = life.halt {
                         shown.halt_reason = Some(halt.as_str().to_owned());
                         shown.exit_code = Some(halt.class().code());
                     }
                 }
-                out!("{}", render::status(&shown, &items));
+                out!("{}", render::status(&shown, state, &items));
                 if let Some(life) = life.as_ref().filter(|l| !l.detail.is_empty()) {
                     outln!("  {}", life.detail);
                 }
                 if nightshift_core::control::pause_requested(&ws)
                     && run.is_running()
-                    && run.pause_reason.as_deref() != Some(nightshift_core::control::OPERATOR_PAUSE)
+                    && run.pause_cause() != Some(nightshift_core::store::PauseCause::Operator)
                 {
                     outln!("pause asked: the run pauses after the step in flight");
                 }

@@ -64,8 +64,13 @@ pub fn run(args: &TellArgs) -> CommandResult {
             text: text.to_owned(),
         },
     )?;
-    let when = match item.state.as_str() {
-        "shipped" | "integrated_local" | "parked" | "escalated" | "awaiting_operator" => format!(
+    use nightshift_core::store::ItemState;
+    let when = match item.state {
+        ItemState::Shipped
+        | ItemState::IntegratedLocal
+        | ItemState::Parked
+        | ItemState::Escalated
+        | ItemState::AwaitingOperator => format!(
             "it is {}: no session of it is due, so it is only in the journal (and the report) unless it runs again",
             item.state
         ),

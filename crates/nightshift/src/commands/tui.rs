@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use nightshift_core::config;
 use nightshift_core::report::morning::Action;
-use nightshift_core::store::{AttemptRow, EventKind, ItemRow, RunRow, Store};
+use nightshift_core::store::{AttemptRow, EventKind, ItemRow, ItemState, RunRow, Store};
 use nightshift_core::workspace::Workspace;
 use ratatui::Terminal;
 use ratatui::backend::{Backend, TestBackend};
@@ -271,13 +271,13 @@ fn stream(store: &Store, run_id: &str, item: &str) -> Result<Vec<String>, Comman
     Ok(lines.split_off(skip))
 }
 
-fn state_style(state: &str) -> Style {
+fn state_style(state: ItemState) -> Style {
     match state {
-        "shipped" | "integrated_local" => Style::default().fg(Color::Green),
-        "parked" => Style::default().fg(Color::Red),
-        "escalated" | "awaiting_operator" => Style::default().fg(Color::Yellow),
-        "running" => Style::default().add_modifier(Modifier::BOLD),
-        _ => Style::default(),
+        ItemState::Shipped | ItemState::IntegratedLocal => Style::default().fg(Color::Green),
+        ItemState::Parked => Style::default().fg(Color::Red),
+        ItemState::Escalated | ItemState::AwaitingOperator => Style::default().fg(Color::Yellow),
+        ItemState::Running => Style::default().add_modifier(Modifier::BOLD),
+        ItemState::Queued => Style::default(),
     }
 }
 
@@ -333,7 +333,7 @@ pub fn draw(f: &mut ratatui::Frame<'_>, view: &View, ui: &Ui) {
                     .unwrap_or_default();
                 ListItem::new(Line::from(vec![
                     Span::raw(format!("{:<14} ", i.id)),
-                    Span::styled(i.state.clone(), state_style(&i.state)),
+                    Span::styled(i.state.to_string(), state_style(i.state)),
                     Span::raw(phase),
                 ]))
             })

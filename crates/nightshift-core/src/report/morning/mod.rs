@@ -30,8 +30,8 @@ use serde::Serialize;
 use crate::halt::HaltReason;
 use crate::receipt::Verdict as ReceiptVerdict;
 use crate::store::{
-    AttemptRow, CheckStage, DebtRow, Event, EventKind, ItemRow, Outcome, RunRow, Spend, Store,
-    StoreError,
+    AttemptRow, CheckStage, DebtRow, Event, EventKind, ItemRow, ItemState, Outcome, RunRow, Spend,
+    Store, StoreError,
 };
 
 use receipts::{Checked, check};
@@ -900,7 +900,7 @@ fn assemble(
             .collect();
         let section = ItemSection {
             id: row.id.clone(),
-            state: row.state.clone(),
+            state: row.state.to_string(),
             outcome,
             reason,
             attempts: attempts_out,
@@ -960,7 +960,7 @@ fn assemble(
         base: run.base.clone(),
         started_at: run.started_at.clone(),
         finished_at: run.finished_at.clone(),
-        state: run.state.clone(),
+        state: run.state.to_string(),
         halt_reason: run.halt_reason.clone(),
         exit_code: run.exit_code,
         headline: Headline {
@@ -992,8 +992,8 @@ type Gathered<'a> = (
 
 fn outcome_of(row: &ItemRow, attempts: &[Gathered<'_>], run: &RunRow) -> OutcomeKind {
     let latest = attempts.last();
-    match row.state.as_str() {
-        "shipped" | "integrated_local" => match latest {
+    match row.state {
+        ItemState::Shipped | ItemState::IntegratedLocal => match latest {
             None => OutcomeKind::ShippedEarlier,
             Some((_, f, _, _)) => match &f.accepted {
                 Some((_, true, _)) => OutcomeKind::Confirmed,
@@ -1001,9 +1001,9 @@ fn outcome_of(row: &ItemRow, attempts: &[Gathered<'_>], run: &RunRow) -> Outcome
                 None => OutcomeKind::Shipped,
             },
         },
-        "escalated" => OutcomeKind::Escalated,
-        "awaiting_operator" => OutcomeKind::AwaitingOperator,
-        "running" => OutcomeKind::Running,
+        ItemState::Escalated => OutcomeKind::Escalated,
+        ItemState::AwaitingOperator => OutcomeKind::AwaitingOperator,
+        ItemState::Running => OutcomeKind::Running,
         _ if attempts.is_empty() => OutcomeKind::NotAttempted,
         state => {
             let Some((att, f, _, _)) = latest else {
@@ -1028,7 +1028,7 @@ fn outcome_of(row: &ItemRow, attempts: &[Gathered<'_>], run: &RunRow) -> Outcome
                     && run.halt_reason.as_deref() == Some(HaltReason::BudgetExceeded.as_str()))
             {
                 OutcomeKind::BudgetCut
-            } else if state == "parked" {
+            } else if state == ItemState::Parked {
                 OutcomeKind::ParkedByCheck
             } else if !att.is_finished() {
                 OutcomeKind::Running
@@ -1040,7 +1040,7 @@ fn outcome_of(row: &ItemRow, attempts: &[Gathered<'_>], run: &RunRow) -> Outcome
 }
 
 fn not_attempted_why(run: &RunRow, row: &ItemRow) -> String {
-    if row.state == "shipped" {
+    if row.state == ItemState::Shipped {
         return "shipped by an earlier run".into();
     }
     match run.halt_reason.as_deref() {
