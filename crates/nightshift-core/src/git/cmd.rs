@@ -169,10 +169,7 @@ impl Git {
             "-c",
             "commit.gpgSign=false",
         ])
-        .args(args)
-        // Objects as written, never as `refs/replace/*` (or grafts) say: an agent's replace ref
-        // in its clone would make the base look like the attempt to the guards' diffs.
-        .env("GIT_NO_REPLACE_OBJECTS", "1");
+        .args(args);
         cmd
     }
 
@@ -208,6 +205,13 @@ impl Git {
             })?;
         }
         let mut cmd = self.command(args);
+        if self.pristine.is_some() {
+            // In an attempt's clone, objects as written, never as its `refs/replace/*` say: the
+            // agent's replace ref would make the base look like the attempt to the guards'
+            // diffs. (In the user's repository replace refs are the user's, and `replay` checks
+            // what the user's git would see.)
+            cmd.env("GIT_NO_REPLACE_OBJECTS", "1");
+        }
         for (k, v) in env {
             cmd.env(k, v);
         }

@@ -426,11 +426,18 @@ fn an_attempt_clone_borrows_objects_and_its_git_dir_never_reaches_nightshifts_gi
 }
 
 #[test]
-fn nightshifts_git_reads_objects_as_written_not_as_replace_refs_say() {
+fn nightshifts_git_in_a_clone_reads_objects_as_written_not_as_its_replace_refs_say() {
     let (dir, git) = repo();
+    let root = dir.path();
+    let common = git.common_dir().unwrap();
+    let base = git.resolve("HEAD").unwrap().unwrap();
+    let path = root.join(".nightshift/worktrees/x-1");
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    git.clone_add(&common, &path, "nightshift/x/1", &base)
+        .unwrap();
     let raw = |args: &[&str]| {
         let out = std::process::Command::new("git")
-            .current_dir(dir.path())
+            .current_dir(&path)
             .env("GIT_CONFIG_GLOBAL", "/dev/null")
             .args(["-c", "user.name=t", "-c", "user.email=t@t"])
             .args(args)
@@ -439,19 +446,21 @@ fn nightshifts_git_reads_objects_as_written_not_as_replace_refs_say() {
         assert!(out.status.success(), "{args:?}");
         String::from_utf8_lossy(&out.stdout).trim().to_owned()
     };
-    let base = raw(&["rev-parse", "HEAD"]);
-    std::fs::remove_file(dir.path().join("a.txt")).unwrap();
+    std::fs::remove_file(path.join("a.txt")).unwrap();
     raw(&["commit", "-qam", "delete a"]);
     let head = raw(&["rev-parse", "HEAD"]);
-    // What a hostile agent plants: the base replaced by the attempt, so the deletion vanishes.
+    // What a hostile agent plants in its clone: the base replaced by the attempt, so the
+    // deletion vanishes from every diff.
     raw(&["replace", &base, &head]);
     assert_eq!(
         raw(&["diff", "--name-status", &base, &head]),
         "",
         "git honours it"
     );
+    let clone = git.checkout_at(&common, &path);
     assert_eq!(
-        git.run(&["diff", "--name-status", &base, &head])
+        clone
+            .run(&["diff", "--name-status", &base, &head])
             .unwrap()
             .trim(),
         "D\ta.txt",
