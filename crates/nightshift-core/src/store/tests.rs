@@ -312,7 +312,10 @@ fn a_step_reads_the_items_and_events_it_needs_and_no_others() {
             .unwrap();
     }
     let running = store.first_item("r1", "running").unwrap().unwrap();
-    assert_eq!((running.id.as_str(), running.current_attempt), ("b", Some(1)));
+    assert_eq!(
+        (running.id.as_str(), running.current_attempt),
+        ("b", Some(1))
+    );
     assert_eq!(store.first_item("r1", "queued").unwrap().unwrap().id, "a");
     assert_eq!(store.first_item("r1", "shipped").unwrap(), None);
     assert_eq!(store.first_item("r2", "queued").unwrap(), None);
@@ -331,7 +334,10 @@ fn a_step_reads_the_items_and_events_it_needs_and_no_others() {
         ),
         [1, 2]
     );
-    assert_eq!(seqs(store.run_events("r1", &[]).unwrap()), Vec::<i64>::new());
+    assert_eq!(
+        seqs(store.run_events("r1", &[]).unwrap()),
+        Vec::<i64>::new()
+    );
     assert_eq!(
         seqs(
             store
@@ -363,7 +369,10 @@ fn only_another_connections_commit_counts_as_written_by_others() {
     other
         .execute("UPDATE items SET check_command = 'true'", [])
         .unwrap();
-    assert!(store.written_by_others().unwrap(), "another connection's commit");
+    assert!(
+        store.written_by_others().unwrap(),
+        "another connection's commit"
+    );
     assert!(!store.written_by_others().unwrap());
     // Read-only readers do not count.
     let reader = Store::open_read_only(&path).unwrap();
