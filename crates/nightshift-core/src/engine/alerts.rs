@@ -55,17 +55,14 @@ impl Engine<'_> {
     }
 
     /// Nothing shipped for `[alert] no_ship_hours` of this engine's running time: one alert per
-    /// window; a ship starts a new window.
-    pub(super) fn alert_no_ship(&mut self, items: &[ItemRow]) {
+    /// window; a ship starts a new window. `shipped` and `open` (not shipped) count the run's
+    /// items.
+    pub(super) fn alert_no_ship(&mut self, shipped: usize, open: usize) {
         let hours = self.config.alert.no_ship_hours;
         if hours == 0 {
             return;
         }
         let now = self.clock.wall().as_second();
-        let shipped = items
-            .iter()
-            .filter(|i| i.state == ItemState::Shipped)
-            .count();
         match self.alerts.shipped {
             Some((count, _)) if count == shipped => {}
             _ => {
@@ -79,10 +76,6 @@ impl Engine<'_> {
             return;
         }
         self.alerts.no_ship_raised = true;
-        let open = items
-            .iter()
-            .filter(|i| i.state != ItemState::Shipped)
-            .count();
         self.alert(
             AlertKind::NoShip,
             format!(

@@ -650,9 +650,11 @@ impl Engine<'_> {
                 return self.deadline_stop(); // the deadline passed during a pause
             }
             let run_id = self.run_id();
-            let items = self.store.items(&run_id)?;
-            self.alert_no_ship(&items);
-            if let Some(item) = items.iter().find(|i| i.state == ItemState::Running) {
+            // Each step reads the items it acts on, not the whole plan (issue 14: a step that
+            // read every item made a night's cost quadratic in its length).
+            let (all, shipped) = self.store.count_items(&run_id, ItemState::Shipped)?;
+            self.alert_no_ship(shipped, all - shipped);
+            if let Some(item) = self.store.first_item(&run_id, ItemState::Running)? {
                 let number = item.current_attempt.unwrap_or(0);
                 if let Some(attempt) = self.store.attempt(&run_id, &item.id, number)? {
                     if self.deadline_passed()
@@ -660,8 +662,8 @@ impl Engine<'_> {
                     {
                         return self.deadline_stop();
                     }
-                    if let Err(e) = self.step(item, &attempt) {
-                        self.step_failed(item, &attempt, e)?;
+                    if let Err(e) = self.step(&item, &attempt) {
+                        self.step_failed(&item, &attempt, e)?;
                     }
                     continue;
                 }
@@ -675,16 +677,18 @@ impl Engine<'_> {
                 self.review_debt(&debt)?;
                 continue;
             }
-            if let Some(item) = items.iter().find(|i| i.state == ItemState::Queued) {
+            if let Some(item) = self.store.first_item(&run_id, ItemState::Queued)? {
                 if self.deadline_passed() {
                     return self.deadline_stop();
                 }
                 self.watch_config_file()?;
-                if let Err(e) = self.start_attempt(item) {
+                if let Err(e) = self.start_attempt(&item) {
                     self.wait_if_disk_full(e)?;
                 }
                 continue;
             }
+            // Nothing running or queued: the end of a pass (read once per pass).
+            let items = self.store.items(&run_id)?;
             // An item halted by a guard is not retried: the agent weakened the oracle or
             // touched what it must not, and another pass would only invite it again.
             let parked: Vec<String> = items
@@ -1085,6 +1089,14 @@ impl Engine<'_> {
     /// fold are rebuilt from it, journaled (`store_repaired`) and alerted, and the run goes on.
     fn verify_store(&mut self) -> Result<(), EngineError> {
         if !std::mem::take(&mut self.verify_store) {
+            return Ok(());
+        }
+        // Only another connection can break the chain or edit the state (this engine's own
+        // writes are the journal and its fold): nothing committed since the last look, nothing
+        // to verify (issue 14: reading and refolding the whole journal after every session made
+        // a night quadratic). Looked at before the verification reads, so a commit racing it is
+        // seen at the next look.
+        if !self.store.written_by_others()? {
             return Ok(());
         }
         if let crate::store::chain::Verdict::Broken(tamper) = self.store.verify_chain()? {

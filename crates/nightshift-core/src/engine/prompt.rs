@@ -72,8 +72,9 @@ pub(super) fn told(
 ) -> Result<Vec<Told>, crate::store::StoreError> {
     use crate::store::EventKind;
     let mut pending = Vec::new();
-    let events = store.run_events(
+    let events = store.item_events(
         run_id,
+        item,
         &[
             "operator_message",
             "session_started",

@@ -293,7 +293,21 @@ pub struct Store {
     /// The head this writer last wrote or found (`None`: not known), so an append counts the
     /// journal's entries without reading it.
     last_head: Option<head::Head>,
+    /// `PRAGMA data_version` when [`Store::written_by_others`] last looked: it changes only when
+    /// another connection commits to the database. `None`: not looked yet.
+    data_version: std::cell::Cell<Option<i64>>,
 }
+
+/// Indexes the journal's and the state's queries use, so no query of a step reads the whole
+/// run (issue 14). Not part of the versioned schema: an index changes no data, an older
+/// nightshift reading the database ignores it, and every writer open creates what is missing.
+const INDEXES: &str = r#"
+CREATE INDEX IF NOT EXISTS events_item ON events(run_id, item, attempt, seq);
+CREATE INDEX IF NOT EXISTS events_kind ON events(run_id, kind, seq);
+CREATE INDEX IF NOT EXISTS items_id ON items(id);
+CREATE INDEX IF NOT EXISTS items_state ON items(run_id, state, position);
+CREATE INDEX IF NOT EXISTS attempts_item ON attempts(item, attempt);
+"#;
 
 /// The chain key a writer uses: the user's (created on first use); a fixed one in unit tests.
 fn writer_key() -> Option<chain::ChainKey> {
@@ -350,6 +364,7 @@ impl Store {
         conn.pragma_update(None, "foreign_keys", "ON")?;
         conn.busy_timeout(std::time::Duration::from_secs(10))?;
         schema::migrate(&mut conn)?;
+        conn.execute_batch(INDEXES)?;
         let identity = identity_of(path).map(|id| (path.to_owned(), id));
         let head = key.as_ref().and_then(|_| head::path_for(path));
         let store = Store {
@@ -358,6 +373,7 @@ impl Store {
             chain: key,
             head,
             last_head: None,
+            data_version: std::cell::Cell::new(None),
         };
         if !existed {
             store.write_head(&head::Head::empty());
@@ -529,6 +545,16 @@ impl Store {
         }
     }
 
+    /// Whether another connection (another process: an agent's `sqlite3`, `nightshift tell`)
+    /// may have committed to the database since the last call; `true` on the first call. What
+    /// this connection writes does not count (SQLite's `PRAGMA data_version`).
+    pub fn written_by_others(&self) -> Result<bool, StoreError> {
+        let now: i64 = self
+            .conn
+            .query_row("PRAGMA data_version", [], |r| r.get(0))?;
+        Ok(self.data_version.replace(Some(now)) != Some(now))
+    }
+
     /// Opens the database read-only (for `status`, `log` and other readers).
     pub fn open_read_only(path: &Path) -> Result<Store, StoreError> {
         let conn = Connection::open_with_flags(
@@ -550,6 +576,7 @@ impl Store {
             chain: None,
             head: head::path_for(path),
             last_head: None,
+            data_version: std::cell::Cell::new(None),
         })
     }
 
@@ -673,35 +700,50 @@ impl Store {
 
     /// The items of a run, in plan order.
     pub fn items(&self, run_id: &str) -> Result<Vec<ItemRow>, StoreError> {
-        let mut stmt = self.conn.prepare(
-            "SELECT id, position, prompt, check_command, state, attempts, allowed, current_attempt,
-                    reason, preserve_ref, shipped_commit, shipped_pass, spent_tokens, spent_turns,
-                    spent_usd, push_pending, feedback, operator_actions
-             FROM items WHERE run_id = ?1 ORDER BY position",
-        )?;
-        let rows = stmt.query_map([run_id], |r| {
-            Ok(ItemRow {
-                id: r.get(0)?,
-                position: r.get(1)?,
-                prompt: r.get(2)?,
-                check_command: r.get(3)?,
-                state: r.get(4)?,
-                attempts: r.get(5)?,
-                allowed: r.get(6)?,
-                current_attempt: r.get(7)?,
-                reason: r.get(8)?,
-                preserve_ref: r.get(9)?,
-                shipped_commit: r.get(10)?,
-                shipped_pass: r.get(11)?,
-                spent_tokens: r.get(12)?,
-                spent_turns: r.get(13)?,
-                spent_usd: r.get(14)?,
-                push_pending: r.get::<_, i64>(15)? != 0,
-                feedback: r.get(16)?,
-                operator_actions: r.get(17)?,
-            })
-        })?;
+        let mut stmt = self.conn.prepare(&format!(
+            "SELECT {ITEM_COLUMNS} FROM items WHERE run_id = ?1 ORDER BY position"
+        ))?;
+        let rows = stmt.query_map([run_id], item_row)?;
         Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// The first item of a run (plan order) in `state`: what the scheduler looks for at every
+    /// step, without reading the other items.
+    pub fn first_item(
+        &self,
+        run_id: &str,
+        state: ItemState,
+    ) -> Result<Option<ItemRow>, StoreError> {
+        let state = state.as_str();
+        Ok(self
+            .conn
+            .query_row(
+                &format!(
+                    "SELECT {ITEM_COLUMNS} FROM items WHERE run_id = ?1 AND state = ?2
+                     ORDER BY position LIMIT 1"
+                ),
+                params![run_id, state],
+                item_row,
+            )
+            .optional()?)
+    }
+
+    /// How many items a run has, and how many of them are in `state`.
+    pub fn count_items(
+        &self,
+        run_id: &str,
+        state: ItemState,
+    ) -> Result<(usize, usize), StoreError> {
+        let state = state.as_str();
+        let (all, in_state): (i64, i64) = self.conn.query_row(
+            "SELECT COUNT(*), COALESCE(SUM(state = ?2), 0) FROM items WHERE run_id = ?1",
+            params![run_id, state],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )?;
+        Ok((
+            usize::try_from(all).unwrap_or(0),
+            usize::try_from(in_state).unwrap_or(0),
+        ))
     }
 
     /// The attempts of a run, oldest first.
@@ -902,11 +944,39 @@ impl Store {
         )
     }
 
-    /// The journal entries of one run whose kind is one of `kinds`, oldest first.
+    /// The journal entries of one run whose kind is one of `kinds`, oldest first (only those
+    /// rows are read: the kind index bounds it).
     pub fn run_events(&self, run_id: &str, kinds: &[&str]) -> Result<Vec<Event>, StoreError> {
-        self.events_where("run_id = ?1 ORDER BY seq", [run_id], |kind| {
-            kinds.contains(&kind)
-        })
+        let placeholders = (2..kinds.len() + 2)
+            .map(|i| format!("?{i}"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let params = std::iter::once(run_id).chain(kinds.iter().copied());
+        self.events_where(
+            &format!("run_id = ?1 AND kind IN ({placeholders}) ORDER BY seq"),
+            rusqlite::params_from_iter(params),
+            |kind| kinds.contains(&kind),
+        )
+    }
+
+    /// The journal entries of one run about `item` (any attempt, or none) whose kind is one of
+    /// `kinds`, oldest first (the item index bounds it).
+    pub fn item_events(
+        &self,
+        run_id: &str,
+        item: &str,
+        kinds: &[&str],
+    ) -> Result<Vec<Event>, StoreError> {
+        let placeholders = (3..kinds.len() + 3)
+            .map(|i| format!("?{i}"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let params = [run_id, item].into_iter().chain(kinds.iter().copied());
+        self.events_where(
+            &format!("run_id = ?1 AND item = ?2 AND kind IN ({placeholders}) ORDER BY seq"),
+            rusqlite::params_from_iter(params),
+            |kind| kinds.contains(&kind),
+        )
     }
 
     /// The journal entries matching `condition` (SQL after `WHERE`, with its ordering), those
@@ -1112,6 +1182,31 @@ const STATE_TABLES: [(&str, &str); 4] = [
     ("attempts", "run_id, item, attempt"),
     ("debts", "item, attempt"),
 ];
+
+const ITEM_COLUMNS: &str = "id, position, prompt, check_command, state, attempts, allowed, current_attempt, reason, preserve_ref, shipped_commit, shipped_pass, spent_tokens, spent_turns, spent_usd, push_pending, feedback, operator_actions";
+
+fn item_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<ItemRow> {
+    Ok(ItemRow {
+        id: r.get(0)?,
+        position: r.get(1)?,
+        prompt: r.get(2)?,
+        check_command: r.get(3)?,
+        state: r.get(4)?,
+        attempts: r.get(5)?,
+        allowed: r.get(6)?,
+        current_attempt: r.get(7)?,
+        reason: r.get(8)?,
+        preserve_ref: r.get(9)?,
+        shipped_commit: r.get(10)?,
+        shipped_pass: r.get(11)?,
+        spent_tokens: r.get(12)?,
+        spent_turns: r.get(13)?,
+        spent_usd: r.get(14)?,
+        push_pending: r.get::<_, i64>(15)? != 0,
+        feedback: r.get(16)?,
+        operator_actions: r.get(17)?,
+    })
+}
 
 const RUN_COLUMNS: &str = "id, started_at, finished_at, target, base, max_iterations, max_attempts, state, halt_reason, exit_code, pass, spent_tokens, spent_turns, spent_usd, paused_until, pause_reason";
 

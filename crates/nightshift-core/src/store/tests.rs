@@ -520,3 +520,110 @@ fn an_append_after_entries_were_cut_from_the_end_is_refused() {
     assert_eq!(store.last_seq().unwrap(), 3);
     assert!(matches!(head_of(&path), head::Read::Head(h) if h.seq == 5));
 }
+
+#[test]
+fn a_step_reads_the_items_and_events_it_needs_and_no_others() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = Store::open(&dir.path().join("state.db")).unwrap();
+    store.record("r1", "t0", started(&["a", "b", "c"])).unwrap();
+    store
+        .record(
+            "r1",
+            "t1",
+            EventKind::AttemptStarted {
+                item: "b".into(),
+                attempt: 1,
+                base: "b0".into(),
+                branch: "nightshift/b/1".into(),
+                worktree: "/w/b-1".into(),
+            },
+        )
+        .unwrap();
+    for (at, item) in [("t2", "a"), ("t3", "b"), ("t4", "a")] {
+        store
+            .record(
+                "r1",
+                at,
+                EventKind::OperatorMessage {
+                    item: item.into(),
+                    who: "me".into(),
+                    text: format!("to {item}"),
+                },
+            )
+            .unwrap();
+    }
+    let running = store.first_item("r1", ItemState::Running).unwrap().unwrap();
+    assert_eq!(
+        (running.id.as_str(), running.current_attempt),
+        ("b", Some(1))
+    );
+    assert_eq!(
+        store
+            .first_item("r1", ItemState::Queued)
+            .unwrap()
+            .unwrap()
+            .id,
+        "a"
+    );
+    assert_eq!(store.first_item("r1", ItemState::Shipped).unwrap(), None);
+    assert_eq!(store.first_item("r2", ItemState::Queued).unwrap(), None);
+    assert_eq!(store.count_items("r1", ItemState::Queued).unwrap(), (3, 2));
+    assert_eq!(store.count_items("r2", ItemState::Queued).unwrap(), (0, 0));
+    let seqs = |events: Vec<Event>| events.iter().map(|e| e.seq).collect::<Vec<_>>();
+    assert_eq!(
+        seqs(store.run_events("r1", &["operator_message"]).unwrap()),
+        [3, 4, 5]
+    );
+    assert_eq!(
+        seqs(
+            store
+                .run_events("r1", &["attempt_started", "run_started"])
+                .unwrap()
+        ),
+        [1, 2]
+    );
+    assert_eq!(
+        seqs(store.run_events("r1", &[]).unwrap()),
+        Vec::<i64>::new()
+    );
+    assert_eq!(
+        seqs(
+            store
+                .item_events("r1", "a", &["operator_message", "attempt_started"])
+                .unwrap()
+        ),
+        [3, 5]
+    );
+    assert_eq!(
+        seqs(
+            store
+                .item_events("r1", "b", &["operator_message", "attempt_started"])
+                .unwrap()
+        ),
+        [2, 4]
+    );
+}
+
+#[test]
+fn only_another_connections_commit_counts_as_written_by_others() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("state.db");
+    let mut store = Store::open(&path).unwrap();
+    assert!(store.written_by_others().unwrap(), "not looked yet");
+    assert!(!store.written_by_others().unwrap());
+    store.record("r1", "t0", started(&["a"])).unwrap();
+    assert!(!store.written_by_others().unwrap(), "its own commit");
+    let other = rusqlite::Connection::open(&path).unwrap();
+    other
+        .execute("UPDATE items SET check_command = 'true'", [])
+        .unwrap();
+    assert!(
+        store.written_by_others().unwrap(),
+        "another connection's commit"
+    );
+    assert!(!store.written_by_others().unwrap());
+    // Read-only readers do not count.
+    let reader = Store::open_read_only(&path).unwrap();
+    assert_eq!(reader.items("r1").unwrap().len(), 1);
+    assert!(!store.written_by_others().unwrap());
+}
