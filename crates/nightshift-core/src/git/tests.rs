@@ -1,18 +1,11 @@
 use super::*;
+use std::path::{Path, PathBuf};
 
 fn repo() -> (tempfile::TempDir, Git) {
     let dir = tempfile::tempdir().unwrap();
     let git = Git::new(dir.path());
     let run = |args: &[&str]| {
-        let ok = std::process::Command::new("git")
-            .current_dir(dir.path())
-            .env("GIT_CONFIG_GLOBAL", "/dev/null")
-            .args(["-c", "user.name=t", "-c", "user.email=t@t"])
-            .args(args)
-            .status()
-            .unwrap()
-            .success();
-        assert!(ok, "{args:?}");
+        plain_git(dir.path(), args);
     };
     std::fs::write(dir.path().join(".gitignore"), "build/\n").unwrap();
     std::fs::write(dir.path().join("a.txt"), "a\n").unwrap();
@@ -20,6 +13,30 @@ fn repo() -> (tempfile::TempDir, Git) {
     run(&["add", "-A"]);
     run(&["commit", "-qm", "init"]);
     (dir, git)
+}
+
+/// The attempt clone `x-1` of [`repo`]'s HEAD: the user's git dir, the base, the clone's path.
+fn attempt_clone(git: &Git, root: &Path) -> (PathBuf, String, PathBuf) {
+    let common = git.common_dir().unwrap();
+    let base = git.resolve("HEAD").unwrap().unwrap();
+    let path = root.join(".nightshift/worktrees/x-1");
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    git.clone_add(&common, &path, "nightshift/x/1", &base)
+        .unwrap();
+    (common, base, path)
+}
+
+/// Plain git in `dir` (no hardening: what an agent or the user runs); its trimmed stdout.
+fn plain_git(dir: &Path, args: &[&str]) -> String {
+    let out = std::process::Command::new("git")
+        .current_dir(dir)
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .args(["-c", "user.name=t", "-c", "user.email=t@t"])
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{args:?}");
+    String::from_utf8_lossy(&out.stdout).trim().to_owned()
 }
 
 #[test]
@@ -361,12 +378,7 @@ fn tampering_outside_the_checkout_is_found_and_put_back() {
 fn an_attempt_clone_borrows_objects_and_its_git_dir_never_reaches_nightshifts_git() {
     let (dir, git) = repo();
     let root = dir.path();
-    let common = git.common_dir().unwrap();
-    let base = git.resolve("HEAD").unwrap().unwrap();
-    let path = root.join(".nightshift/worktrees/x-1");
-    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-    git.clone_add(&common, &path, "nightshift/x/1", &base)
-        .unwrap();
+    let (common, base, path) = attempt_clone(&git, root);
     assert!(is_clone(&common, &path));
     assert_eq!(std::fs::read_to_string(path.join("a.txt")).unwrap(), "a\n");
     assert!(!path.join(".git/hooks").exists(), "no hooks");
@@ -429,23 +441,8 @@ fn an_attempt_clone_borrows_objects_and_its_git_dir_never_reaches_nightshifts_gi
 fn nightshifts_git_in_a_clone_reads_objects_as_written_not_as_its_replace_refs_say() {
     let (dir, git) = repo();
     let root = dir.path();
-    let common = git.common_dir().unwrap();
-    let base = git.resolve("HEAD").unwrap().unwrap();
-    let path = root.join(".nightshift/worktrees/x-1");
-    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-    git.clone_add(&common, &path, "nightshift/x/1", &base)
-        .unwrap();
-    let raw = |args: &[&str]| {
-        let out = std::process::Command::new("git")
-            .current_dir(&path)
-            .env("GIT_CONFIG_GLOBAL", "/dev/null")
-            .args(["-c", "user.name=t", "-c", "user.email=t@t"])
-            .args(args)
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "{args:?}");
-        String::from_utf8_lossy(&out.stdout).trim().to_owned()
-    };
+    let (common, base, path) = attempt_clone(&git, root);
+    let raw = |args: &[&str]| plain_git(&path, args);
     std::fs::remove_file(path.join("a.txt")).unwrap();
     raw(&["commit", "-qam", "delete a"]);
     let head = raw(&["rev-parse", "HEAD"]);
