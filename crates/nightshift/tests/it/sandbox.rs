@@ -635,20 +635,29 @@ fn a_run_confines_its_agent_and_check_and_redacts_the_logs() {
     );
 }
 
-#[test]
-fn doctor_refuses_a_check_that_is_green_only_with_the_host_network() {
+/// A repository whose `check.sh` needs a server on the host's loopback: green with the host
+/// network, red in the check's namespace (whose loopback has no server). The kernel completes
+/// the handshakes from the backlog; nothing needs to accept. Keep the listener alive for the
+/// test. `None` (skipped, said) without bash (the probe is its `/dev/tcp`).
+fn host_only_check() -> Option<(TcpListener, crate::harness::Repo)> {
     if Command::new("bash").arg("-c").arg("true").status().is_err() {
         eprintln!("skipped: the network probe needs bash (/dev/tcp)");
-        return;
+        return None;
     }
-    // The check needs a server on the host's loopback: reachable with the host network only.
-    // The kernel completes the handshakes from the backlog; nothing needs to accept.
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
     let repo = crate::harness::Repo::new(&[(
         "check.sh",
         &*format!("#!/bin/sh\nbash -c 'exec 3<>/dev/tcp/127.0.0.1/{port}' || exit 1\n"),
     )]);
+    Some((listener, repo))
+}
+
+#[test]
+fn doctor_refuses_a_check_that_is_green_only_with_the_host_network() {
+    let Some((listener, repo)) = host_only_check() else {
+        return;
+    };
     let item = "\n[[item]]\nid = \"a\"\nprompt = \"p\"\n";
     let doctor = |network: &str| {
         repo.configure(&format!(
@@ -701,18 +710,9 @@ fn doctor_refuses_a_check_that_is_green_only_with_the_host_network() {
 #[test]
 fn a_run_refuses_to_start_on_a_check_that_is_green_only_with_the_host_network() {
     use nightshift_core::store::EventKind;
-    if Command::new("bash").arg("-c").arg("true").status().is_err() {
-        eprintln!("skipped: the network probe needs bash (/dev/tcp)");
+    let Some((listener, repo)) = host_only_check() else {
         return;
-    }
-    // As for doctor: green when the host's loopback server answers, so green with the host
-    // network and red in the check's namespace (whose loopback has no server).
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = listener.local_addr().unwrap().port();
-    let repo = crate::harness::Repo::new(&[(
-        "check.sh",
-        &*format!("#!/bin/sh\nbash -c 'exec 3<>/dev/tcp/127.0.0.1/{port}' || exit 1\n"),
-    )]);
+    };
     repo.agent("a", &crate::harness::solves("a"));
     let run = |network: &str| {
         repo.configure(&format!(
