@@ -31,6 +31,9 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Instant;
 
+mod common;
+use common::git;
+
 const ITEMS: usize = 20;
 const DIRS: usize = 100;
 const FILES_PER_DIR: usize = 100;
@@ -51,34 +54,6 @@ impl Mode {
     }
 }
 
-fn git_cmd(dir: &Path, args: &[&str]) -> Command {
-    let mut cmd = Command::new("git");
-    cmd.current_dir(dir)
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .args([
-            "-c",
-            "user.name=bench",
-            "-c",
-            "user.email=bench@example.com",
-        ])
-        .args(args)
-        .stdin(Stdio::null());
-    cmd
-}
-
-/// Runs git; returns its trimmed stdout.
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = git_cmd(dir, args).output().expect("git");
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).trim().to_owned()
-}
-
-/// The template repository: 10,000 files of a few hundred bytes and the plan, on `main`,
 /// packed as a clone would be.
 fn template(dir: &Path) {
     for d in 0..DIRS {

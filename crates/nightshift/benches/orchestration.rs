@@ -31,37 +31,13 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Instant;
 
+mod common;
+use common::git;
+
 /// The nightshift binary measured.
 fn bin() -> String {
     std::env::var("NIGHTSHIFT_BENCH_BIN")
         .unwrap_or_else(|_| env!("CARGO_BIN_EXE_nightshift").into())
-}
-
-fn git_cmd(dir: &Path, args: &[&str]) -> Command {
-    let mut cmd = Command::new("git");
-    cmd.current_dir(dir)
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .args([
-            "-c",
-            "user.name=bench",
-            "-c",
-            "user.email=bench@example.com",
-        ])
-        .args(args)
-        .stdin(Stdio::null());
-    cmd
-}
-
-/// Runs git; returns its trimmed stdout.
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = git_cmd(dir, args).output().expect("git");
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).trim().to_owned()
 }
 
 fn item_id(i: usize) -> String {
