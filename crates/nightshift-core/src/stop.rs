@@ -44,7 +44,44 @@ pub fn requested() -> Option<StopRequest> {
     }
 }
 
-/// Whether a stop that must interrupt a running session was asked for.
+/// Whether a stop that must interrupt a running session was asked for: by an operator (the
+/// whole run), or by the dispatcher for the session running on this thread
+/// ([`SessionStop::request`]).
 pub fn now_requested() -> bool {
     requested() == Some(StopRequest::Now)
+        || SESSION_STOP.with(|flag| {
+            flag.borrow()
+                .as_ref()
+                .is_some_and(|f| f.load(Ordering::SeqCst))
+        })
+}
+
+thread_local! {
+    /// The stop flag of the session this thread runs (a session runs on its own thread).
+    static SESSION_STOP: std::cell::RefCell<Option<std::sync::Arc<std::sync::atomic::AtomicBool>>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// The dispatcher's way to end one session without stopping the run (a halt decided while
+/// other sessions run): the session's thread [`SessionStop::enter`]s it before supervising,
+/// and the session ends as `stopped` at its next tick once [`SessionStop::request`]ed.
+#[derive(Debug, Clone, Default)]
+pub struct SessionStop(std::sync::Arc<std::sync::atomic::AtomicBool>);
+
+impl SessionStop {
+    /// Makes this the stop flag of the calling thread's session.
+    pub fn enter(&self) {
+        let flag = self.0.clone();
+        SESSION_STOP.with(|f| *f.borrow_mut() = Some(flag));
+    }
+
+    /// Asks the session to end now.
+    pub fn request(&self) {
+        self.0.store(true, Ordering::SeqCst);
+    }
+
+    /// Whether it was asked to end.
+    pub fn requested(&self) -> bool {
+        self.0.load(Ordering::SeqCst)
+    }
 }

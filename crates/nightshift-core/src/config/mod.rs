@@ -410,12 +410,19 @@ impl Default for IntegrateConfig {
 pub struct RunConfig {
     /// Keep the machine awake while a run works (`systemd-inhibit`, `caffeinate`).
     pub prevent_sleep: bool,
+    /// Items whose sessions may run at once (default 1). Items run together only when their
+    /// declared `paths` cannot overlap; an item without `paths` runs alone.
+    pub max_parallel: u32,
 }
+
+/// The most sessions `[run] max_parallel` may ask for.
+pub const MAX_PARALLEL: u32 = 64;
 
 impl Default for RunConfig {
     fn default() -> Self {
         RunConfig {
             prevent_sleep: true,
+            max_parallel: 1,
         }
     }
 }
@@ -429,6 +436,9 @@ pub struct ItemConfig {
     pub prompt: String,
     /// A check command line for this item only, replacing `[check].command`.
     pub check: Option<String>,
+    /// The paths the item works on (repository-relative globs): items run in parallel only
+    /// when their paths cannot overlap. Empty: undeclared, the item runs alone.
+    pub paths: Vec<String>,
     /// Byte span of the `[[item]]` table in the source: from its header to the end of its last
     /// value.
     pub span: Range<usize>,

@@ -85,6 +85,7 @@ struct RawAlert {
 #[serde(deny_unknown_fields)]
 struct RawRun {
     prevent_sleep: Option<bool>,
+    max_parallel: Option<Spanned<u32>>,
 }
 
 #[derive(Deserialize)]
@@ -191,6 +192,7 @@ struct RawItem {
     id: Option<Spanned<String>>,
     prompt: Option<Spanned<String>>,
     check: Option<Spanned<String>>,
+    paths: Option<Spanned<Vec<Spanned<String>>>>,
 }
 
 /// Parses and validates; the first problem found is returned.
@@ -364,12 +366,7 @@ impl Ctx<'_> {
             worktree_env,
             integrate,
             guards,
-            run: super::RunConfig {
-                prevent_sleep: raw
-                    .run
-                    .and_then(|r| r.prevent_sleep)
-                    .unwrap_or(super::RunConfig::default().prevent_sleep),
-            },
+            run: self.run(raw.run)?,
             plan: plan.map(|(path, _)| path),
             items,
             notify,
@@ -868,6 +865,81 @@ impl Ctx<'_> {
         }
     }
 
+    fn run(&self, raw: Option<RawRun>) -> Result<super::RunConfig, Box<SourceError>> {
+        let defaults = super::RunConfig::default();
+        let Some(raw) = raw else {
+            return Ok(defaults);
+        };
+        let max_parallel = match raw.max_parallel {
+            None => defaults.max_parallel,
+            Some(value) if *value.get_ref() == 0 => {
+                return Err(self
+                    .error(value.span(), "`max_parallel` in [run] must be at least 1")
+                    .with_help("the default is 1: one item's session at a time")
+                    .into());
+            }
+            Some(value) if *value.get_ref() > super::MAX_PARALLEL => {
+                return Err(self
+                    .error(
+                        value.span(),
+                        format!(
+                            "`max_parallel` in [run] is {}, more than the {} nightshift runs at once",
+                            value.get_ref(),
+                            super::MAX_PARALLEL
+                        ),
+                    )
+                    .with_help(format!("set it between 1 and {}", super::MAX_PARALLEL))
+                    .into());
+            }
+            Some(value) => value.into_inner(),
+        };
+        Ok(super::RunConfig {
+            prevent_sleep: raw.prevent_sleep.unwrap_or(defaults.prevent_sleep),
+            max_parallel,
+        })
+    }
+
+    /// An item's `paths`: repository-relative globs, each one that compiles.
+    fn item_paths(
+        &self,
+        id: &str,
+        raw: &Spanned<Vec<Spanned<String>>>,
+    ) -> Result<Vec<String>, Box<SourceError>> {
+        if raw.get_ref().is_empty() {
+            return Err(self
+                .error(raw.span(), format!("`paths` of item `{id}` is empty"))
+                .with_help(
+                    "list the paths the item works on (`paths = [\"src/api/**\"]`), or remove \
+                     `paths`: an item without it runs alone",
+                )
+                .into());
+        }
+        let mut paths = Vec::with_capacity(raw.get_ref().len());
+        for pattern in raw.get_ref() {
+            let text = pattern.get_ref().trim();
+            let problem = if text.is_empty() {
+                Some("is empty".to_owned())
+            } else if text.starts_with('/') || text.split('/').any(|part| part == "..") {
+                Some("is not inside the repository (write it relative to its root)".to_owned())
+            } else {
+                globset::Glob::new(text)
+                    .err()
+                    .map(|e| format!("is not a glob: {}", e.kind()))
+            };
+            if let Some(problem) = problem {
+                return Err(self
+                    .error(
+                        pattern.span(),
+                        format!("the path `{text}` of item `{id}` {problem}"),
+                    )
+                    .with_help("write a glob relative to the repository's root, e.g. `src/api/**`")
+                    .into());
+            }
+            paths.push(text.to_owned());
+        }
+        Ok(paths)
+    }
+
     fn at_least_one(
         &self,
         raw: Option<Spanned<u32>>,
@@ -1199,15 +1271,21 @@ impl Ctx<'_> {
                     &format!("`check` of item `{}` is empty", id.get_ref()),
                 )?),
             };
+            let paths = match &fields.paths {
+                None => Vec::new(),
+                Some(paths) => self.item_paths(id.get_ref(), paths)?,
+            };
             let end = [&fields.id, &fields.prompt, &fields.check]
                 .into_iter()
                 .flatten()
                 .map(|value| value.span().end)
+                .chain(fields.paths.as_ref().map(|p| p.span().end))
                 .fold(header.end, usize::max);
             items.push(ItemConfig {
                 id: id.get_ref().clone(),
                 prompt,
                 check,
+                paths,
                 span: header.start..end,
             });
         }

@@ -101,6 +101,7 @@ fn full_example_parses_with_its_values() -> TestResult {
                 id: "add-greeting".into(),
                 prompt: "Add a greet() function that …".into(),
                 check: Some("sh check.sh greet".into()),
+                paths: Vec::new(),
                 span: config.items[0].span.clone(),
             }],
             notify: NotifyConfig::default(),

@@ -368,7 +368,49 @@ impl Engine<'_> {
             resumed_from,
         });
         let watched = self.watch_control_plane(att)?;
-        let end = self.supervise_session(spec, &agent, budget, &att.item, att.attempt, track)?;
+        let (packet, sink) = self.session_packet(spec, &agent, budget, &att.item, track)?;
+        let enforced = packet.enforce_budget;
+        self.spawn_session(
+            super::dispatch::SessionJob {
+                item: att.item.clone(),
+                attempt: att.attempt,
+                iteration,
+                worktree,
+                watched,
+                passed_session,
+                enforced,
+            },
+            packet,
+            sink,
+        )
+    }
+
+    /// A session of an attempt ended (the dispatcher heard it from the session's task): leave
+    /// nothing of it running, journal its end, and decide what it means.
+    pub(super) fn finish_session(
+        &mut self,
+        job: super::dispatch::SessionJob,
+        end: session::ProcessEnd,
+    ) -> Result<(), EngineError> {
+        let super::dispatch::SessionJob {
+            item,
+            attempt,
+            iteration,
+            worktree,
+            watched,
+            passed_session,
+            enforced: _,
+        } = job;
+        let run_id = self.run_id();
+        // The attempt as it is now (the session's events may have changed it).
+        let att = self
+            .store
+            .attempt(&run_id, &item, attempt)?
+            .ok_or_else(|| EngineError::Workspace {
+                what: format!("attempt {attempt} of `{item}` is not in the journal"),
+                help: None,
+            })?;
+        let att = &att;
         if end.outcome == Outcome::SpawnFailed {
             // Every item would fail the same way: halt resumable instead of draining the queue.
             return Err(EngineError::Execution {
@@ -383,7 +425,7 @@ impl Engine<'_> {
         let swept = session::sweep(
             &worktree,
             self.config.session.kill_grace,
-            session::Reach::HoldersAndOrphans,
+            self.sweep_reach(),
             Some(self.started_boot),
         );
         if !swept.survivors.is_empty() {
@@ -498,6 +540,58 @@ impl Engine<'_> {
         attempt: u32,
         track: Option<CliTrack>,
     ) -> Result<ProcessEnd, EngineError> {
+        let (packet, mut sink) = self.session_packet(spec, agent, budget, item, track)?;
+        let enforced = packet.enforce_budget;
+        let mut failure = None;
+        let end = session::run_session(packet, &mut |event| {
+            if let Err(e) = self.session_event(&mut sink, item, attempt, enforced, event) {
+                failure.get_or_insert(e);
+            }
+        })?;
+        match failure {
+            Some(e) => Err(e),
+            None => Ok(end),
+        }
+    }
+
+    /// Journals one thing a session reported, with what the session's sink remembers.
+    pub(super) fn session_event(
+        &mut self,
+        sink: &mut super::dispatch::SessionSink,
+        item: &str,
+        attempt: u32,
+        enforced: bool,
+        event: session::SessionEvent,
+    ) -> Result<(), EngineError> {
+        let run_id = self.run_id();
+        let mut journal = Journal {
+            store: &mut self.store,
+            observe: &mut *self.observe,
+            clock: self.clock.as_ref(),
+            ws: &self.ws,
+            run_id: &run_id,
+            budget_gate: self.config.gates.mode("budget"),
+            stall_gate: self.config.gates.mode("stall"),
+            notify: &self.config.notify,
+            agent_session: sink.agent_session.take(),
+            live_session: sink.live_session.take(),
+        };
+        let result = journal.session_event(item, attempt, enforced, event);
+        sink.agent_session = journal.agent_session.take();
+        sink.live_session = journal.live_session.take();
+        result
+    }
+
+    /// Everything a session of `item` needs to run on its own (the process, its parser and
+    /// bounds), and what its sink starts from.
+    pub(super) fn session_packet(
+        &mut self,
+        spec: ProcessSpec,
+        agent: &crate::config::AgentConfig,
+        budget: Budget,
+        item: &str,
+        track: Option<CliTrack>,
+    ) -> Result<(SessionPacket, super::dispatch::SessionSink), EngineError> {
         let run_id = self.run_id();
         let stall = self.config.gates.mode("stall");
         let budget_gate = self.config.gates.mode("budget");
@@ -544,29 +638,13 @@ impl Engine<'_> {
             clock: self.clock.clone(),
             usage_log_dir,
         };
-        let mut sink = Journal {
-            store: &mut self.store,
-            observe: &mut *self.observe,
-            clock: self.clock.as_ref(),
-            ws: &self.ws,
-            run_id: &run_id,
-            budget_gate,
-            stall_gate: stall,
-            notify: &self.config.notify,
-            agent_session: track_session,
-            live_session,
-        };
-        let enforced = packet.enforce_budget;
-        let mut failure = None;
-        let end = session::run_session(packet, &mut |event| {
-            if let Err(e) = sink.session_event(item, attempt, enforced, event) {
-                failure.get_or_insert(e);
-            }
-        })?;
-        match failure {
-            Some(e) => Err(e),
-            None => Ok(end),
-        }
+        Ok((
+            packet,
+            super::dispatch::SessionSink {
+                agent_session: track_session,
+                live_session,
+            },
+        ))
     }
 
     /// What an ending means for the run: a nudge, a pause, or on to the check.
@@ -845,7 +923,7 @@ impl Engine<'_> {
         session::sweep(
             &worktree,
             self.config.session.kill_grace,
-            session::Reach::HoldersAndOrphans,
+            self.sweep_reach(),
             Some(self.started_boot),
         );
         Ok(())

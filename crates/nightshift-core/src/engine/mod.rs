@@ -8,6 +8,7 @@ mod alerts;
 mod attempt;
 mod closeout;
 mod debt;
+mod dispatch;
 mod launch;
 mod prompt;
 mod receipt;
@@ -178,7 +179,9 @@ pub fn run(opts: RunOptions, observe: &mut dyn FnMut(&Event)) -> Result<RunSumma
             already_halted: true,
         });
     }
+    let dispatch = dispatch::Dispatch::new(&opts.config);
     let mut engine = Engine {
+        dispatch,
         ws,
         git,
         store,
@@ -286,6 +289,8 @@ struct Engine<'o> {
     /// Checks run in a network namespace with no route out: a red base check is run once more
     /// with the host network, and green there refuses the run (`check_not_hermetic`).
     probe_hermetic: bool,
+    /// The live sessions and their channel (engine/dispatch.rs).
+    dispatch: dispatch::Dispatch,
 }
 
 /// Alerts that must not repeat while their condition lasts.
@@ -622,108 +627,6 @@ impl Engine<'_> {
             items,
         })?;
         Ok(false)
-    }
-
-    /// The scheduler: continue the open attempt, else start the next queued item, else give
-    /// parked items another pass, else halt.
-    fn drive(&mut self) -> Result<HaltReason, EngineError> {
-        loop {
-            if let Some(request) = crate::stop::requested() {
-                self.stop(request == crate::stop::StopRequest::Graceful, None)?;
-                return Ok(HaltReason::OperatorStop);
-            }
-            if let Some(halt) = self.halt_requested.take() {
-                self.record(EventKind::RunFinished {
-                    halt_reason: halt,
-                    exit_code: halt.class().code(),
-                })?;
-                return Ok(halt);
-            }
-            self.verify_store()?;
-            self.reload_gates()?;
-            self.operator_pause()?;
-            self.wait_pause(true)?;
-            if crate::stop::requested().is_some() {
-                continue; // asked while paused: stop at the top of the loop
-            }
-            if self.deadline_passed() && self.run()?.paused_until.is_some() {
-                return self.deadline_stop(); // the deadline passed during a pause
-            }
-            let run_id = self.run_id();
-            // Each step reads the items it acts on, not the whole plan (issue 14: a step that
-            // read every item made a night's cost quadratic in its length).
-            let (all, shipped) = self.store.count_items(&run_id, ItemState::Shipped)?;
-            self.alert_no_ship(shipped, all - shipped);
-            if let Some(item) = self.store.first_item(&run_id, ItemState::Running)? {
-                let number = item.current_attempt.unwrap_or(0);
-                if let Some(attempt) = self.store.attempt(&run_id, &item.id, number)? {
-                    if self.deadline_passed()
-                        && starts_session(&attempt, self.run()?.max_iterations)
-                    {
-                        return self.deadline_stop();
-                    }
-                    if let Err(e) = self.step(&item, &attempt) {
-                        self.step_failed(&item, &attempt, e)?;
-                    }
-                    continue;
-                }
-            }
-            // Review debt is a queue that blocks: it is paid before new work starts.
-            if let Some(debt) = self.next_debt()? {
-                // A debt review is a session: none starts past the deadline.
-                if self.deadline_passed() {
-                    return self.deadline_stop();
-                }
-                self.review_debt(&debt)?;
-                continue;
-            }
-            if let Some(item) = self.store.first_item(&run_id, ItemState::Queued)? {
-                if self.deadline_passed() {
-                    return self.deadline_stop();
-                }
-                self.watch_config_file()?;
-                if let Err(e) = self.start_attempt(&item) {
-                    self.wait_if_disk_full(e)?;
-                }
-                continue;
-            }
-            // Nothing running or queued: the end of a pass (read once per pass).
-            let items = self.store.items(&run_id)?;
-            // An item halted by a guard is not retried: the agent weakened the oracle or
-            // touched what it must not, and another pass would only invite it again.
-            let parked: Vec<String> = items
-                .iter()
-                .filter(|i| i.state == ItemState::Parked && !halted_by_integrity(i))
-                .map(|i| i.id.clone())
-                .collect();
-            let pass = self.run()?.pass;
-            let shipped_this_pass = items.iter().any(|i| i.shipped_pass == Some(pass));
-            if !self.loop_mode && !parked.is_empty() && (pass == 1 || shipped_this_pass) {
-                if self.deadline_passed() {
-                    return self.deadline_stop();
-                }
-                self.record(EventKind::PassStarted {
-                    pass: pass + 1,
-                    requeued: parked,
-                })?;
-                continue;
-            }
-            if let Some(halt) = self.drain_pushes()? {
-                self.halt_requested = Some(halt);
-                continue;
-            }
-            let items = self.store.items(&run_id)?;
-            let halt = if self.loop_mode {
-                self.loop_halt(&items)?
-            } else {
-                review::drain_halt(&items, !self.store.open_debts()?.is_empty())
-            };
-            self.record(EventKind::RunFinished {
-                halt_reason: halt,
-                exit_code: halt.class().code(),
-            })?;
-            return Ok(halt);
-        }
     }
 }
 

@@ -72,6 +72,41 @@ pub struct Tampering {
     pub paths: Vec<String>,
 }
 
+impl ControlPlane {
+    /// Takes what nightshift itself changed between `before` and `after` (its own step for
+    /// another item while this session ran: a target it advanced, refs it wrote or deleted,
+    /// the user's checkout it brought along) as this session's starting point, so only what
+    /// the session changed is compared. Files of the git directory (config, hooks, info) are
+    /// never taken: nightshift does not write them while a run goes on.
+    pub fn absorb(&mut self, before: &ControlPlane, after: &ControlPlane) {
+        absorb_map(&mut self.refs, &before.refs, &after.refs);
+        absorb_map(&mut self.checkout, &before.checkout, &after.checkout);
+    }
+}
+
+fn absorb_map<V: Clone + PartialEq>(
+    mine: &mut BTreeMap<String, V>,
+    before: &BTreeMap<String, V>,
+    after: &BTreeMap<String, V>,
+) {
+    for (key, was) in before {
+        match after.get(key) {
+            None => {
+                mine.remove(key);
+            }
+            Some(now) if now != was => {
+                mine.insert(key.clone(), now.clone());
+            }
+            Some(_) => {}
+        }
+    }
+    for (key, now) in after {
+        if !before.contains_key(key) {
+            mine.insert(key.clone(), now.clone());
+        }
+    }
+}
+
 impl Git {
     /// What lies outside an attempt's checkout, seen from the user's checkout (this git's
     /// directory) and its git directory `common_dir`. `own_refs` are the refs the session

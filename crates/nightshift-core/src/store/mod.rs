@@ -728,6 +728,40 @@ impl Store {
             .optional()?)
     }
 
+    /// The first `limit` items of a run (plan order) in `state`.
+    pub fn items_in(
+        &self,
+        run_id: &str,
+        state: ItemState,
+        limit: usize,
+    ) -> Result<Vec<ItemRow>, StoreError> {
+        let mut stmt = self.conn.prepare_cached(&format!(
+            "SELECT {ITEM_COLUMNS} FROM items WHERE run_id = ?1 AND state = ?2
+             ORDER BY position LIMIT ?3"
+        ))?;
+        let rows = stmt.query_map(
+            params![
+                run_id,
+                state.as_str(),
+                i64::try_from(limit).unwrap_or(i64::MAX)
+            ],
+            item_row,
+        )?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// One item of a run.
+    pub fn item(&self, run_id: &str, item: &str) -> Result<Option<ItemRow>, StoreError> {
+        Ok(self
+            .conn
+            .query_row(
+                &format!("SELECT {ITEM_COLUMNS} FROM items WHERE run_id = ?1 AND id = ?2"),
+                params![run_id, item],
+                item_row,
+            )
+            .optional()?)
+    }
+
     /// How many items a run has, and how many of them are in `state`.
     pub fn count_items(
         &self,

@@ -68,6 +68,7 @@ pub fn run(args: &LoopArgs) -> CommandResult {
         id,
         prompt,
         check: None,
+        paths: Vec::new(),
         span: 0..0,
     }];
     let plan = plan::load(&config, ws.root())?;

@@ -46,6 +46,21 @@ fn crash_repo() -> Repo {
     repo
 }
 
+/// [`crash_repo`] with the three items admitted at once (`max_parallel = 4`, disjoint paths).
+fn parallel_crash_repo() -> Repo {
+    let repo = crash_repo();
+    let mut config = std::fs::read_to_string(repo.root.join("nightshift.toml")).unwrap();
+    for id in ["a", "b", "c"] {
+        config = config.replace(
+            &format!("check = \"sh check.sh {id}\"\n"),
+            &format!("check = \"sh check.sh {id}\"\npaths = [\"done/{id}\"]\n"),
+        );
+    }
+    config.push_str("\n[run]\nmax_parallel = 4\n");
+    repo.configure(&config);
+    repo
+}
+
 fn assert_recovered(repo: &Repo, context: &str) {
     let out = repo.run(&["run"]);
     assert_eq!(
@@ -54,8 +69,10 @@ fn assert_recovered(repo: &Repo, context: &str) {
         "{context}: resume\n{}",
         text(&out)
     );
+    let mut shipped = repo.shipped_items();
+    shipped.sort();
     assert_eq!(
-        repo.shipped_items(),
+        shipped,
         ["a", "b"],
         "{context}: each item exactly once on the target"
     );
@@ -92,14 +109,24 @@ fn assert_recovered(repo: &Repo, context: &str) {
 
 #[test]
 fn sigkill_at_every_transition_then_resume_ships_each_item_exactly_once() {
+    crash_matrix(crash_repo, "");
+}
+
+/// The same matrix with the three items' sessions running at once.
+#[test]
+fn sigkill_at_every_transition_at_max_parallel_4_ships_each_item_exactly_once() {
+    crash_matrix(parallel_crash_repo, " (max_parallel = 4)");
+}
+
+fn crash_matrix(make: fn() -> Repo, label: &str) {
     let mut killed = 0;
     for point in POINTS {
         for nth in [1, 2, 4] {
-            let context = format!("{point}@{nth}");
-            let repo = crash_repo();
+            let context = format!("{point}@{nth}{label}");
+            let repo = make();
             let out = repo
                 .cmd(&["engine"])
-                .env(failpoint::ENV, &context)
+                .env(failpoint::ENV, format!("{point}@{nth}"))
                 .output()
                 .unwrap();
             if nth == 1 {

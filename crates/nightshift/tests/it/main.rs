@@ -23,6 +23,7 @@ mod journal_head;
 mod lifecycle;
 mod lock;
 mod notify;
+mod parallel;
 mod pin;
 mod pipeline;
 mod pool;

@@ -1,0 +1,559 @@
+//! The dispatcher (issue 14): one loop that alone owns the store and the journal, and the
+//! sessions it started, each on a task (a thread of its own) that reports upward on one
+//! channel.
+//!
+//! The loop's turn: journal what the live sessions reported (in the order it came), then do
+//! the next thing: a step of an admitted item whose session is not running, a new item when a
+//! slot is free and its declared paths cannot overlap an admitted item's, or else wait for the
+//! next report. A session's intent (`session_started`) is journaled by the loop before its task
+//! starts, and its end (`session_ended`) by the loop when the task reports it: an attempt never
+//! acts on the journal by itself.
+//!
+//! The merge queue: an attempt that reached the merge (`reviewed_ok` onward) holds the one merge
+//! slot until it integrated or was sent back (a conflict, a red merged check): each is brought
+//! onto the target as it is when its turn comes, and checked there, one at a time.
+//!
+//! With `max_parallel = 1` the loop admits one item and waits for its session as the
+//! sequential engine did, so the journal of a run is the same.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::mpsc;
+use std::time::Duration;
+
+use super::{Engine, EngineError, halted_by_integrity, review, starts_session};
+use crate::halt::HaltReason;
+use crate::session::{ProcessEnd, SessionError, SessionEvent, SessionPacket};
+use crate::store::{EventKind, ItemRow, ItemState, Phase};
+
+/// How long the loop waits for a report before it looks at stops, pauses and deadlines again.
+const TICK: Duration = Duration::from_millis(200);
+
+/// What the loop knows of one live session, to finish it when it ends.
+pub(crate) struct SessionJob {
+    pub item: String,
+    pub attempt: u32,
+    pub iteration: u32,
+    pub worktree: PathBuf,
+    /// What lay outside the checkout when the session started (engine/tamper.rs), moved on by
+    /// what nightshift itself changed since.
+    pub watched: crate::git::ControlPlane,
+    /// The CLI session id journaled at launch.
+    pub passed_session: Option<String>,
+    /// Whether a crossed budget ends the session.
+    pub enforced: bool,
+}
+
+/// What a session's events are journaled with (the CLI session it last named).
+#[derive(Default)]
+pub(crate) struct SessionSink {
+    pub agent_session: Option<Option<String>>,
+    pub live_session: Option<String>,
+}
+
+struct Job {
+    job: SessionJob,
+    sink: SessionSink,
+    stop: crate::stop::SessionStop,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+/// A session's report to the loop.
+enum Upward {
+    Event {
+        item: String,
+        event: SessionEvent,
+    },
+    Done {
+        item: String,
+        end: Box<Result<ProcessEnd, SessionError>>,
+    },
+}
+
+/// The dispatcher's state: the live sessions and their channel.
+pub(super) struct Dispatch {
+    max_parallel: usize,
+    jobs: HashMap<String, Job>,
+    tx: mpsc::Sender<Upward>,
+    rx: mpsc::Receiver<Upward>,
+    /// Each item's declared paths (`[[item]] paths`); an item not here runs alone.
+    paths: HashMap<String, Vec<String>>,
+}
+
+impl Dispatch {
+    pub(super) fn new(config: &crate::config::Config) -> Dispatch {
+        let (tx, rx) = mpsc::channel();
+        Dispatch {
+            max_parallel: usize::try_from(config.run.max_parallel.max(1)).unwrap_or(1),
+            jobs: HashMap::new(),
+            tx,
+            rx,
+            paths: config
+                .items
+                .iter()
+                .filter(|i| !i.paths.is_empty())
+                .map(|i| (i.id.clone(), i.paths.clone()))
+                .collect(),
+        }
+    }
+
+    fn busy(&self) -> bool {
+        !self.jobs.is_empty()
+    }
+
+    fn paths_of(&self, item: &str) -> &[String] {
+        self.paths.get(item).map_or(&[], Vec::as_slice)
+    }
+}
+
+/// Whether two items' declared paths may name a common file. An item that declared none may
+/// touch anything. Conservative: two globs overlap unless their literal directory prefixes
+/// (up to the first wildcard) part ways, so `src/api/**` and `src/db/**` run together while
+/// `src/**` and `src/api/x.rs`, or `*.md` and anything, do not.
+pub(crate) fn paths_overlap(a: &[String], b: &[String]) -> bool {
+    if a.is_empty() || b.is_empty() {
+        return true;
+    }
+    a.iter().any(|p| b.iter().any(|q| globs_overlap(p, q)))
+}
+
+fn globs_overlap(a: &str, b: &str) -> bool {
+    // A path a glob can match starts with its literal components; two literal prefixes of which
+    // neither holds the other part ways, and so do the globs. Otherwise assume they meet (a
+    // directory holds the file, or a wildcard may match the other's next component).
+    let (pa, pb) = (literal_prefix(a), literal_prefix(b));
+    let n = pa.len().min(pb.len());
+    pa[..n] == pb[..n]
+}
+
+/// The whole path components before the first wildcard.
+fn literal_prefix(glob: &str) -> Vec<&str> {
+    glob.split('/')
+        .filter(|p| !p.is_empty() && *p != ".")
+        .take_while(|part| !part.contains(['*', '?', '[', '{', '\\']))
+        .collect()
+}
+
+impl Engine<'_> {
+    /// Starts a session's task; the loop hears from it on its channel.
+    pub(super) fn spawn_session(
+        &mut self,
+        job: SessionJob,
+        packet: SessionPacket,
+        sink: SessionSink,
+    ) -> Result<(), EngineError> {
+        let item = job.item.clone();
+        let tx = self.dispatch.tx.clone();
+        let stop = crate::stop::SessionStop::default();
+        let flag = stop.clone();
+        let name = item.clone();
+        let thread = std::thread::Builder::new()
+            .name(format!("session {item}"))
+            .spawn(move || {
+                flag.enter();
+                let events = tx.clone();
+                let end = crate::session::run_session(packet, &mut |event| {
+                    let _ = events.send(Upward::Event {
+                        item: name.clone(),
+                        event,
+                    });
+                });
+                let _ = tx.send(Upward::Done {
+                    item: name,
+                    end: Box::new(end),
+                });
+            })
+            .map_err(|e| EngineError::Execution {
+                what: format!("a thread for the session of `{item}`: {e}"),
+                help: None,
+            })?;
+        self.dispatch.jobs.insert(
+            item,
+            Job {
+                job,
+                sink,
+                stop,
+                thread: Some(thread),
+            },
+        );
+        Ok(())
+    }
+
+    /// Whose leftovers a sweep after a step may take: orphans re-parented to the engine are
+    /// a finished step's only while no session runs; beside a live session they may be its,
+    /// and only what holds the swept checkout is taken.
+    pub(super) fn sweep_reach(&self) -> crate::session::Reach {
+        if self.dispatch.busy() {
+            crate::session::Reach::Holders
+        } else {
+            crate::session::Reach::HoldersAndOrphans
+        }
+    }
+
+    /// Journals what the live sessions reported: everything already said, or (with `wait`)
+    /// at least one report or a tick's wait. Returns whether a session ended.
+    fn service(&mut self, wait: bool) -> Result<bool, EngineError> {
+        let mut ended = false;
+        let mut first = wait.then_some(TICK);
+        loop {
+            let message = match first.take() {
+                Some(tick) => match self.dispatch.rx.recv_timeout(tick) {
+                    Ok(m) => m,
+                    Err(_) => return Ok(ended),
+                },
+                None => match self.dispatch.rx.try_recv() {
+                    Ok(m) => m,
+                    Err(_) => return Ok(ended),
+                },
+            };
+            match message {
+                Upward::Event { item, event } => {
+                    let Some(mut live) = self.dispatch.jobs.remove(&item) else {
+                        continue;
+                    };
+                    let (attempt, enforced) = (live.job.attempt, live.job.enforced);
+                    let result =
+                        self.session_event(&mut live.sink, &item, attempt, enforced, event);
+                    self.dispatch.jobs.insert(item, live);
+                    result?;
+                }
+                Upward::Done { item, end } => {
+                    let Some(mut live) = self.dispatch.jobs.remove(&item) else {
+                        continue;
+                    };
+                    if let Some(thread) = live.thread.take() {
+                        let _ = thread.join();
+                    }
+                    ended = true;
+                    self.session_done(live.job, *end)?;
+                }
+            }
+        }
+    }
+
+    /// A session's task ended: its end is journaled, or an error of the step is answered as a
+    /// step's error is.
+    fn session_done(
+        &mut self,
+        job: SessionJob,
+        end: Result<ProcessEnd, SessionError>,
+    ) -> Result<(), EngineError> {
+        let run_id = self.run_id();
+        let (item_id, attempt) = (job.item.clone(), job.attempt);
+        let result = match end {
+            Ok(end) => self.finish_session(job, end),
+            Err(e) => Err(e.into()),
+        };
+        if let Err(e) = result {
+            let item = self.store.item(&run_id, &item_id)?;
+            let att = self.store.attempt(&run_id, &item_id, attempt)?;
+            match (item, att) {
+                (Some(item), Some(att)) => self.step_failed(&item, &att, e)?,
+                _ => return Err(e),
+            }
+        }
+        Ok(())
+    }
+
+    /// Ends every live session now (a halt decided while they run): each ends `stopped`, its
+    /// iteration to run again, and is journaled as it ends.
+    fn end_sessions(&mut self) -> Result<(), EngineError> {
+        for live in self.dispatch.jobs.values() {
+            live.stop.request();
+        }
+        while self.dispatch.busy() {
+            self.service(true)?;
+        }
+        Ok(())
+    }
+
+    /// Moves every live session's view of the control plane on by what nightshift itself
+    /// changed in `before` → now (its own step for another item: a target it advanced, refs it
+    /// preserved), so that is not taken for the session's tampering.
+    fn absorb_own_changes(&mut self, before: Option<crate::git::ControlPlane>) {
+        let Some(before) = before else { return };
+        let Ok(after) = self.git.control_plane(&self.common_dir, &[]) else {
+            return;
+        };
+        for live in self.dispatch.jobs.values_mut() {
+            live.job.watched.absorb(&before, &after);
+        }
+    }
+
+    /// The scheduler: journal what the live sessions said; step an admitted item; admit the next
+    /// queued item while a slot is free; give parked items another pass; else halt.
+    pub(super) fn drive(&mut self) -> Result<HaltReason, EngineError> {
+        loop {
+            self.service(false)?;
+            let busy = self.dispatch.busy();
+            if let Some(request) = crate::stop::requested() {
+                if busy {
+                    // `now`: the sessions end themselves; graceful: they finish their step.
+                    self.service(true)?;
+                    continue;
+                }
+                self.stop(request == crate::stop::StopRequest::Graceful, None)?;
+                return Ok(HaltReason::OperatorStop);
+            }
+            if self.halt_requested.is_some() && busy {
+                self.end_sessions()?;
+                continue;
+            }
+            if let Some(halt) = self.halt_requested.take() {
+                self.record(EventKind::RunFinished {
+                    halt_reason: halt,
+                    exit_code: halt.class().code(),
+                })?;
+                return Ok(halt);
+            }
+            self.verify_store()?;
+            self.reload_gates()?;
+            self.operator_pause()?;
+            if self.run()?.paused_until.is_some() && busy {
+                // No new step while paused; the live sessions go on and are heard.
+                self.service(true)?;
+                continue;
+            }
+            self.wait_pause(true)?;
+            if crate::stop::requested().is_some() {
+                continue; // asked while paused: stop at the top of the loop
+            }
+            if self.deadline_passed() && self.run()?.paused_until.is_some() {
+                return self.deadline_stop(); // the deadline passed during a pause
+            }
+            let run_id = self.run_id();
+            // Each turn reads the items it acts on, not the whole plan (issue 14: a step that
+            // read every item made a night's cost quadratic in its length).
+            let (all, shipped) = self.store.count_items(&run_id, ItemState::Shipped)?;
+            self.alert_no_ship(shipped, all - shipped);
+            let running =
+                self.store
+                    .items_in(&run_id, ItemState::Running, self.dispatch.max_parallel + 1)?;
+            match self.step_admitted(&running)? {
+                Turn::Stepped => continue,
+                Turn::Deadline => {
+                    if busy {
+                        self.service(true)?;
+                        continue;
+                    }
+                    return self.deadline_stop();
+                }
+                Turn::Waiting => {}
+            }
+            if !running.is_empty() || busy {
+                // Admitted items wait for their sessions, or the merge slot: a new item may
+                // start beside them while a slot is free and its paths cannot overlap theirs.
+                if self.admit_beside(&running)? {
+                    continue;
+                }
+                self.service(true)?;
+                continue;
+            }
+            // Review debt is a queue that blocks: it is paid before new work starts.
+            if let Some(debt) = self.next_debt()? {
+                // A debt review is a session: none starts past the deadline.
+                if self.deadline_passed() {
+                    return self.deadline_stop();
+                }
+                self.review_debt(&debt)?;
+                continue;
+            }
+            if let Some(item) = self.store.first_item(&run_id, ItemState::Queued)? {
+                if self.deadline_passed() {
+                    return self.deadline_stop();
+                }
+                self.watch_config_file()?;
+                if let Err(e) = self.start_attempt(&item) {
+                    self.wait_if_disk_full(e)?;
+                }
+                continue;
+            }
+            // Nothing running or queued: the end of a pass (read once per pass).
+            let items = self.store.items(&run_id)?;
+            // An item halted by a guard is not retried: the agent weakened the oracle or
+            // touched what it must not, and another pass would only invite it again.
+            let parked: Vec<String> = items
+                .iter()
+                .filter(|i| i.state == ItemState::Parked && !halted_by_integrity(i))
+                .map(|i| i.id.clone())
+                .collect();
+            let pass = self.run()?.pass;
+            let shipped_this_pass = items.iter().any(|i| i.shipped_pass == Some(pass));
+            if !self.loop_mode && !parked.is_empty() && (pass == 1 || shipped_this_pass) {
+                if self.deadline_passed() {
+                    return self.deadline_stop();
+                }
+                self.record(EventKind::PassStarted {
+                    pass: pass + 1,
+                    requeued: parked,
+                })?;
+                continue;
+            }
+            if let Some(halt) = self.drain_pushes()? {
+                self.halt_requested = Some(halt);
+                continue;
+            }
+            let items = self.store.items(&run_id)?;
+            let halt = if self.loop_mode {
+                self.loop_halt(&items)?
+            } else {
+                review::drain_halt(&items, !self.store.open_debts()?.is_empty())
+            };
+            self.record(EventKind::RunFinished {
+                halt_reason: halt,
+                exit_code: halt.class().code(),
+            })?;
+            return Ok(halt);
+        }
+    }
+
+    /// Steps the first admitted item that can go on: not waiting for its session, and (for an
+    /// attempt at the merge) holding the merge slot or taking it while it is free.
+    fn step_admitted(&mut self, running: &[ItemRow]) -> Result<Turn, EngineError> {
+        let run_id = self.run_id();
+        let max_iterations = self.run()?.max_iterations;
+        let mut attempts = Vec::with_capacity(running.len());
+        for item in running {
+            let number = item.current_attempt.unwrap_or(0);
+            if let Some(att) = self.store.attempt(&run_id, &item.id, number)? {
+                attempts.push((item, att));
+            }
+        }
+        // The merge slot: held by the attempt furthest into the merge (one at most, but a
+        // crash may leave several half-way: the first in plan order goes first).
+        let holder = attempts
+            .iter()
+            .find(|(_, att)| holds_merge_slot(att.phase))
+            .map(|(item, _)| item.id.clone());
+        let mut deadline = false;
+        for (item, att) in &attempts {
+            if self.dispatch.jobs.contains_key(&item.id) {
+                continue;
+            }
+            if wants_merge_slot(att.phase) && holder.as_ref().is_some_and(|h| *h != item.id) {
+                continue;
+            }
+            let starts = starts_session(att, max_iterations);
+            if starts && self.deadline_passed() {
+                deadline = true;
+                continue;
+            }
+            if starts && self.dispatch.jobs.len() >= self.dispatch.max_parallel {
+                continue;
+            }
+            let watch = self
+                .dispatch
+                .busy()
+                .then(|| self.git.control_plane(&self.common_dir, &[]).ok())
+                .flatten();
+            if let Err(e) = self.step(item, att) {
+                self.step_failed(item, att, e)?;
+            }
+            self.absorb_own_changes(watch);
+            return Ok(Turn::Stepped);
+        }
+        Ok(if deadline {
+            Turn::Deadline
+        } else {
+            Turn::Waiting
+        })
+    }
+
+    /// Admits the next queued item beside the admitted ones, when a slot is free, no review
+    /// debt waits, and its declared paths cannot overlap any admitted item's. Returns whether
+    /// it started one.
+    fn admit_beside(&mut self, running: &[ItemRow]) -> Result<bool, EngineError> {
+        if running.len() >= self.dispatch.max_parallel
+            || self.dispatch.max_parallel == 1
+            || self.deadline_passed()
+            || self.run()?.paused_until.is_some()
+            || crate::stop::requested().is_some()
+            || self.next_debt()?.is_some()
+        {
+            return Ok(false);
+        }
+        let run_id = self.run_id();
+        let Some(item) = self.store.first_item(&run_id, ItemState::Queued)? else {
+            return Ok(false);
+        };
+        // Plan order is kept: the next item waits until it may start, none overtakes it.
+        let mine = self.dispatch.paths_of(&item.id).to_vec();
+        if running
+            .iter()
+            .any(|r| paths_overlap(&mine, self.dispatch.paths_of(&r.id)))
+        {
+            return Ok(false);
+        }
+        let watch = self.git.control_plane(&self.common_dir, &[]).ok();
+        if let Err(e) = self.start_attempt(&item) {
+            self.wait_if_disk_full(e)?;
+        }
+        self.absorb_own_changes(watch);
+        Ok(true)
+    }
+}
+
+/// What a turn of the loop did with the admitted items.
+enum Turn {
+    Stepped,
+    /// An admitted item would start a session, and the `--until` deadline has passed.
+    Deadline,
+    Waiting,
+}
+
+/// Phases of an attempt that is being merged: it holds the merge slot.
+fn holds_merge_slot(phase: Phase) -> bool {
+    matches!(
+        phase,
+        Phase::MergePrepared | Phase::MergeChecking | Phase::MergeGreen | Phase::Integrating
+    )
+}
+
+/// Phases whose next step takes the merge slot (or holds it).
+fn wants_merge_slot(phase: Phase) -> bool {
+    phase == Phase::ReviewedOk || holds_merge_slot(phase)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn v(paths: &[&str]) -> Vec<String> {
+        paths.iter().map(|p| (*p).to_owned()).collect()
+    }
+
+    #[test]
+    fn undeclared_paths_overlap_everything() {
+        assert!(paths_overlap(&[], &v(&["src/api/**"])));
+        assert!(paths_overlap(&v(&["src/api/**"]), &[]));
+        assert!(paths_overlap(&[], &[]));
+    }
+
+    #[test]
+    fn disjoint_directories_do_not_overlap() {
+        assert!(!paths_overlap(&v(&["src/api/**"]), &v(&["src/db/**"])));
+        assert!(!paths_overlap(&v(&["a.txt"]), &v(&["b.txt"])));
+        assert!(!paths_overlap(
+            &v(&["docs/*.md", "src/api/**"]),
+            &v(&["src/db/**", "tests/db/*.rs"])
+        ));
+    }
+
+    #[test]
+    fn nested_or_wild_prefixes_overlap() {
+        assert!(paths_overlap(&v(&["src/**"]), &v(&["src/api/x.rs"])));
+        assert!(paths_overlap(&v(&["*.md"]), &v(&["docs/a.txt"])));
+        assert!(paths_overlap(&v(&["src/api/**"]), &v(&["src/api/**"])));
+        assert!(paths_overlap(&v(&["a.txt"]), &v(&["./a.txt"])));
+        assert!(paths_overlap(&v(&["src"]), &v(&["src/api/x.rs"])));
+        assert!(paths_overlap(&v(&["src/a*/x"]), &v(&["src/api/y"])));
+    }
+
+    #[test]
+    fn merge_phases_are_serialized() {
+        assert!(wants_merge_slot(Phase::ReviewedOk));
+        assert!(holds_merge_slot(Phase::Integrating));
+        assert!(!wants_merge_slot(Phase::Session));
+        assert!(!holds_merge_slot(Phase::ReviewedOk));
+    }
+}

@@ -1,0 +1,315 @@
+//! Parallel items (issue 14): `[run] max_parallel`, admission by declared paths, the merge
+//! queue, and sessions that do not reach each other's processes.
+
+use nightshift_core::store::EventKind;
+
+use crate::harness::*;
+
+/// A shell agent: `script` runs in the attempt's checkout with the item's environment.
+fn shell_agent(repo: &Repo, script: &str) -> String {
+    let path = repo.agent_dir.join("agent.sh");
+    std::fs::write(&path, script).unwrap();
+    format!(
+        "[agent]\nkind = \"command\"\ncommand = [\"sh\", \"{}\"]\n",
+        path.display()
+    )
+}
+
+/// nightshift.toml: the shell agent, `check.sh <id>` per item, each item's declared paths.
+fn parallel_plan(
+    repo: &Repo,
+    agent: &str,
+    max_parallel: u32,
+    items: &[(&str, &[&str])],
+    max_iterations: u32,
+) -> String {
+    let mut text = agent.to_owned();
+    text.push_str(&format!(
+        "\n[check]\ntimeout = \"1m\"\n\n[limits]\nmax_iterations = {max_iterations}\nmax_attempts = 1\n\n[run]\nmax_parallel = {max_parallel}\n"
+    ));
+    for (id, paths) in items {
+        text.push_str(&format!(
+            "\n[[item]]\nid = \"{id}\"\nprompt = \"Make done/{id} say ok.\"\ncheck = \"sh check.sh {id}\"\n"
+        ));
+        if !paths.is_empty() {
+            let list: Vec<String> = paths.iter().map(|p| format!("\"{p}\"")).collect();
+            text.push_str(&format!("paths = [{}]\n", list.join(", ")));
+        }
+    }
+    let _ = repo;
+    text
+}
+
+/// Each item's sessions as (started seq, ended seq), from the journal.
+fn session_spans(repo: &Repo) -> Vec<(String, i64, i64)> {
+    let events = repo.store().events_after(0, 100_000).unwrap();
+    let mut open: Vec<(String, i64)> = Vec::new();
+    let mut spans = Vec::new();
+    for e in events {
+        match &e.kind {
+            EventKind::SessionStarted { item, .. } => open.push((item.clone(), e.seq)),
+            EventKind::SessionEnded { item, .. } => {
+                if let Some(i) = open.iter().position(|(o, _)| o == item) {
+                    let (item, start) = open.remove(i);
+                    spans.push((item, start, e.seq));
+                }
+            }
+            _ => {}
+        }
+    }
+    spans
+}
+
+/// The most sessions that were open at once.
+fn most_at_once(spans: &[(String, i64, i64)]) -> usize {
+    spans
+        .iter()
+        .map(|(_, start, _)| {
+            spans
+                .iter()
+                .filter(|(_, s, e)| s <= start && start < e)
+                .count()
+        })
+        .max()
+        .unwrap_or(0)
+}
+
+fn overlap(spans: &[(String, i64, i64)], a: &str, b: &str) -> bool {
+    spans.iter().filter(|s| s.0 == a).any(|(_, sa, ea)| {
+        spans
+            .iter()
+            .filter(|s| s.0 == b)
+            .any(|(_, sb, eb)| sa < eb && sb < ea)
+    })
+}
+
+/// A barrier of `n` sessions in the directory `dir`: each agent announces itself, then waits
+/// (bounded) until `n` have; alone, it gives up after 60 s and solves nothing.
+fn barrier_agent(dir: &std::path::Path, n: &str, then: &str) -> String {
+    format!(
+        "mkdir -p {dir}\n: > {dir}/$NIGHTSHIFT_ITEM\n\
+         i=0\nwhile [ \"$(ls {dir} | wc -l)\" -lt {n} ]; do\n  i=$((i+1)); [ $i -gt 1200 ] && exit 0\n  sleep 0.05\ndone\n{then}\n",
+        dir = dir.display()
+    )
+}
+
+#[test]
+fn four_sessions_run_at_once_and_every_item_ships_once() {
+    let repo = Repo::new(&project());
+    let barrier = repo.agent_dir.join("barrier");
+    // Items 1–4 meet when four have started; items 5–8 when all eight have.
+    let agent = shell_agent(
+        &repo,
+        &barrier_agent(
+            &barrier,
+            "$(( $(echo $NIGHTSHIFT_ITEM | tr -dc 0-9) <= 4 ? 4 : 8 ))",
+            "mkdir -p done/$NIGHTSHIFT_ITEM && echo ok > done/$NIGHTSHIFT_ITEM/x",
+        ),
+    );
+    let ids: Vec<String> = (1..=8).map(|i| format!("item-{i}")).collect();
+    let dirs: Vec<String> = ids.iter().map(|id| format!("done/{id}/**")).collect();
+    let items: Vec<(&str, Vec<&str>)> = ids
+        .iter()
+        .zip(&dirs)
+        .map(|(id, d)| (id.as_str(), vec![d.as_str()]))
+        .collect();
+    let items: Vec<(&str, &[&str])> = items.iter().map(|(i, p)| (*i, p.as_slice())).collect();
+    let mut config = parallel_plan(&repo, &agent, 4, &items, 1);
+    // The check wants done/<id>/x.
+    for id in &ids {
+        config = config.replace(
+            &format!("check = \"sh check.sh {id}\""),
+            &format!("check = \"test \\\"$(cat done/{id}/x)\\\" = ok\""),
+        );
+    }
+    repo.configure(&config);
+    let started = std::time::Instant::now();
+    let out = repo.run(&["run"]);
+    let took = started.elapsed();
+    assert_eq!(out.status.code(), Some(10), "{}", text(&out));
+    let mut shipped = repo.shipped_items();
+    shipped.sort();
+    assert_eq!(shipped, ids, "every item on the target exactly once");
+    let spans = session_spans(&repo);
+    assert_eq!(spans.len(), 8, "one session per item: {spans:?}");
+    assert_eq!(
+        most_at_once(&spans),
+        4,
+        "four sessions at once, never more: {spans:?}"
+    );
+    repo.assert_clean_end();
+    eprintln!("8 items at max_parallel = 4 (barrier agents): {took:?}");
+}
+
+#[test]
+fn items_declaring_the_same_path_never_run_at_once() {
+    let repo = Repo::new(&project());
+    let barrier = repo.agent_dir.join("barrier");
+    // `a` and `c` (disjoint paths) meet at a barrier of two, so they must run together; `b`
+    // shares `a`'s path, so it may start only once `a` is done, and never meets anyone.
+    let agent = shell_agent(
+        &repo,
+        &format!(
+            "if [ \"$NIGHTSHIFT_ITEM\" = b ]; then ls {dir} > {seen}; mkdir -p done; echo ok > done/b; exit 0; fi\n{}",
+            barrier_agent(
+                &barrier,
+                "2",
+                "mkdir -p done && echo ok > done/$NIGHTSHIFT_ITEM"
+            ),
+            dir = barrier.display(),
+            seen = repo.agent_dir.join("seen-by-b").display(),
+        ),
+    );
+    repo.configure(&parallel_plan(
+        &repo,
+        &agent,
+        4,
+        &[
+            ("a", &["src/**"]),
+            ("c", &["docs/**"]),
+            ("b", &["src/api/*.rs"]),
+        ],
+        1,
+    ));
+    let out = repo.run(&["run"]);
+    assert_eq!(out.status.code(), Some(10), "{}", text(&out));
+    let mut shipped = repo.shipped_items();
+    shipped.sort();
+    assert_eq!(shipped, ["a", "b", "c"]);
+    let spans = session_spans(&repo);
+    let kinds: Vec<String> = repo
+        .store()
+        .events_after(0, 100_000)
+        .unwrap()
+        .iter()
+        .map(|e| {
+            format!("{} {:?}", e.seq, e.kind)
+                .chars()
+                .take(160)
+                .collect()
+        })
+        .collect();
+    assert!(
+        overlap(&spans, "a", "c"),
+        "a and c ran together: {spans:?}\n{}",
+        kinds.join("\n")
+    );
+    assert!(
+        !overlap(&spans, "a", "b"),
+        "a and b declare overlapping paths and never run at once: {spans:?}"
+    );
+    repo.assert_clean_end();
+}
+
+#[test]
+fn a_conflict_between_parallel_items_ships_one_and_repairs_the_other() {
+    let repo = Repo::new(&project());
+    let barrier = repo.agent_dir.join("barrier");
+    // Both write shared.txt (their declared paths do not say so): whichever merges second
+    // conflicts with the first. Its repair iteration resolves the conflict by keeping both.
+    let agent = shell_agent(
+        &repo,
+        &format!(
+            "if [ \"$NIGHTSHIFT_ITERATION\" -ge 2 ]; then printf 'a\\nb\\n' > shared.txt; mkdir -p done; echo ok > done/$NIGHTSHIFT_ITEM; exit 0; fi\n{}",
+            barrier_agent(
+                &barrier,
+                "2",
+                "echo $NIGHTSHIFT_ITEM > shared.txt && mkdir -p done && echo ok > done/$NIGHTSHIFT_ITEM"
+            ),
+        ),
+    );
+    repo.configure(&parallel_plan(
+        &repo,
+        &agent,
+        2,
+        &[("a", &["a/**"]), ("b", &["b/**"])],
+        2,
+    ));
+    let out = repo.run(&["run"]);
+    let events = repo.store().events_after(0, 100_000).unwrap();
+    let conflicts = events
+        .iter()
+        .filter(|e| e.kind.name() == "conflict_found")
+        .count();
+    assert_eq!(conflicts, 1, "the second merge conflicts\n{}", text(&out));
+    assert!(
+        overlap(&session_spans(&repo), "a", "b"),
+        "the two ran together"
+    );
+    let shipped = repo.shipped_items();
+    match out.status.code() {
+        // The repair resolved it: both shipped, the second on top of the first.
+        Some(10) => {
+            assert_eq!(shipped.len(), 2, "{shipped:?}");
+            assert_eq!(repo.git(&["show", "main:shared.txt"]), "a\nb\n");
+        }
+        // Or the repaired one parked, with its branch kept.
+        Some(11) => {
+            assert_eq!(shipped.len(), 1, "{shipped:?}");
+            let other = if shipped[0] == "a" { "b" } else { "a" };
+            assert_eq!(repo.item_state(other), "parked");
+            assert!(
+                !repo
+                    .git(&["branch", "--list", &format!("nightshift/{other}/*")])
+                    .is_empty()
+            );
+        }
+        other => panic!("exit {other:?}\n{}", text(&out)),
+    }
+    repo.assert_clean_end();
+}
+
+#[test]
+fn a_session_that_leaks_a_setsid_grandchild_does_not_lose_a_siblings_agent() {
+    let repo = Repo::new(&project());
+    let barrier = repo.agent_dir.join("barrier");
+    let leaked = repo.agent_dir.join("leaked.pid");
+    let sibling_gone = repo.agent_dir.join("b-went-on");
+    // `a` waits for `b` to run, leaks a setsid'd sleeper (in its checkout) and ends; `b` goes
+    // on until it sees the sleeper gone (a's sweep), then solves. A sweep that reached beyond
+    // `a`'s own processes would kill `b`'s agent too.
+    let agent = shell_agent(
+        &repo,
+        &format!(
+            "ready={ready}; leaked={leaked}
+             if [ \"$NIGHTSHIFT_ITEM\" = a ]; then
+             \x20 i=0; while [ ! -e $ready ]; do i=$((i+1)); [ $i -gt 1200 ] && exit 0; sleep 0.05; done
+             \x20 setsid sh -c 'echo $$ > '$leaked'.tmp; mv '$leaked'.tmp '$leaked'; exec sleep 300' < /dev/null > /dev/null 2>&1 &
+             \x20 while [ ! -s $leaked ]; do sleep 0.05; done
+             \x20 mkdir -p done; echo ok > done/a; exit 0
+             fi
+             : > $ready
+             i=0; while [ ! -s $leaked ] || kill -0 \"$(cat $leaked)\" 2>/dev/null; do i=$((i+1)); [ $i -gt 1200 ] && exit 0; sleep 0.05; done
+             echo went-on > {gone}; mkdir -p done; echo ok > done/b\n",
+            ready = barrier.with_extension("b").display(),
+            leaked = leaked.display(),
+            gone = sibling_gone.display(),
+        ),
+    );
+    repo.configure(&parallel_plan(
+        &repo,
+        &agent,
+        2,
+        &[("a", &["a/**"]), ("b", &["b/**"])],
+        1,
+    ));
+    let out = repo.run(&["run"]);
+    assert_eq!(out.status.code(), Some(10), "{}", text(&out));
+    let mut shipped = repo.shipped_items();
+    shipped.sort();
+    assert_eq!(shipped, ["a", "b"], "{}", text(&out));
+    assert!(
+        std::fs::read_to_string(&sibling_gone).is_ok_and(|s| s == "went-on\n"),
+        "b's agent lived past a's sweep"
+    );
+    let pid: i32 = std::fs::read_to_string(&leaked)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(
+        nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None).is_err(),
+        "a's leaked grandchild {pid} was ended"
+    );
+    repo.assert_clean_end();
+}
