@@ -94,6 +94,7 @@ fn main() {
             }],
             soft: 0.8,
             cache_read_weight: 0.1,
+            ledger: None,
         };
         let end = run_session(p, &mut |_| {}).unwrap();
         assert_eq!(end.outcome, Outcome::OverBudget);

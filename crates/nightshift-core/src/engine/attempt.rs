@@ -770,6 +770,7 @@ impl Engine<'_> {
             limits,
             soft: b.soft,
             cache_read_weight: b.cache_read_weight,
+            ledger: None,
         })
     }
 

@@ -120,6 +120,7 @@ impl Engine<'_> {
                 limits: Vec::new(),
                 soft: self.config.budget.soft,
                 cache_read_weight: self.config.budget.cache_read_weight,
+                ledger: None,
             },
         };
         let agent = self

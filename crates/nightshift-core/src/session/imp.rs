@@ -11,7 +11,7 @@ use nix::unistd::Pid;
 use sha2::{Digest, Sha256};
 use tokio::io::AsyncReadExt;
 
-use super::budget::{Crossing, Guard};
+use super::budget::{Crossing, Guard, Scope};
 use super::liveness::Liveness;
 use super::{LogLimit, Outcome, ProcessEnd, SessionError, SessionEvent, SessionPacket, hex, sweep};
 use crate::agent::{AgentEvent, FinishKind, Finished, RateLimitState, StreamParser};
@@ -282,6 +282,11 @@ pub(super) async fn supervise(
     let deadline = Deadline::after(clock.as_ref(), spec.timeout);
     let mut stall = stall_grace.map(|grace| Liveness::new(clock.as_ref(), grace));
     let mut guard = Guard::new(budget);
+    // Enforced, a run-scope trip in any session sharing the run's ledger ends this one too.
+    let mut run_trip = guard
+        .ledger()
+        .filter(|_| enforce_budget)
+        .map(|l| l.watch_trip());
     let mut stream = StreamState::default();
     let mut usage_log = usage_log_dir.map(UsageLog::new);
     // When the stream's final result arrived (the session is over; the process should exit).
@@ -432,6 +437,14 @@ pub(super) async fn supervise(
                 }
                 let next = next_tick(&deadline, stall.as_ref(), clock.as_ref());
                 tick.as_mut().reset(tokio::time::Instant::now() + next);
+            },
+            crossing = run_tripped(&mut run_trip), if run_trip.is_some() && ending.is_none() && status.is_none() => {
+                // Another session crossed the run's limit: this one ends now, not at its own
+                // next event.
+                run_trip = None;
+                guard.tripped_elsewhere();
+                on_event(SessionEvent::BudgetTripped(crossing));
+                decided = Some(Ending::OverBudget(crossing));
             },
             () = &mut kill_at, if ending.is_some() && !killed && status.is_none() => {
                 killed = true;
@@ -587,7 +600,30 @@ fn absorb(
     }
     let tripped = verdict.tripped?;
     on_event(SessionEvent::BudgetTripped(tripped));
-    enforce.then_some(Ending::OverBudget(tripped))
+    if !enforce {
+        return None;
+    }
+    if tripped.scope == Scope::Run
+        && let Some(ledger) = guard.ledger()
+    {
+        ledger.trip(tripped);
+    }
+    Some(Ending::OverBudget(tripped))
+}
+
+/// Resolves with the run's crossing once a session sharing the ledger tripped it; never
+/// without a ledger to watch.
+async fn run_tripped(
+    watch: &mut Option<tokio::sync::watch::Receiver<Option<Crossing>>>,
+) -> Crossing {
+    if let Some(rx) = watch.as_mut()
+        && let Ok(crossing) = rx.wait_for(Option::is_some).await
+        && let Some(crossing) = *crossing
+    {
+        return crossing;
+    }
+    // The sender lives in the ledger this session holds: it cannot close while it runs.
+    std::future::pending().await
 }
 
 /// The outcome, from several signals: our own decision first, then a signal we did not send,

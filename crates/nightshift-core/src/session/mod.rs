@@ -21,7 +21,9 @@ use serde::{Deserialize, Serialize};
 use crate::agent::{Finished, SessionTotals, StreamParser};
 use crate::clock::{Clock, SystemClock};
 
-pub use budget::{Budget, Crossing, Guard, Limit, Metric, Scope};
+pub use budget::{
+    Budget, Crossing, Guard, LedgerSeat, Limit, Metric, RunLedger, RunSpend, Scope, SessionKey,
+};
 pub use live::{LiveInput, LiveMessage};
 pub use sweep::{Reach, SweepReport, become_subreaper, spare, sweep, unspare};
 

@@ -454,3 +454,138 @@ exit 0"#;
         ]
     );
 }
+
+/// Two sessions run side by side on one run ledger, each able to spend 60% of the run's token
+/// limit. The test hands out their usage events one at a time (each agent prints its next one
+/// when the test writes a line to its FIFO) in several orders, and waits for each to be
+/// accounted before the next: the run's limit ends both, the one that did not cross it while
+/// it waits for its next event, and the run spends no more than its limit plus one event.
+#[test]
+fn parallel_sessions_on_one_ledger_stop_at_the_run_limit_together() {
+    const LIMIT: f64 = 1000.0;
+    const EVENT: f64 = 100.0;
+    const WAIT: Duration = Duration::from_secs(10);
+    // Which session gets the next event; 6 each is 60% of the limit each.
+    let orders: [&[usize]; 3] = [
+        &[0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1],
+        &[0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1],
+        &[1, 1, 0, 1, 0, 0, 1, 1, 0, 0, 1, 0],
+    ];
+    for order in orders {
+        let dir = tempfile::tempdir().unwrap();
+        let ledger = Arc::new(RunLedger::new(RunSpend::default()));
+        let mut go = Vec::new();
+        let mut sessions = Vec::new();
+        for n in 0..2 {
+            let home = dir.path().join(format!("s{n}"));
+            std::fs::create_dir(&home).unwrap();
+            let fifo = home.join("go");
+            nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::S_IRWXU).unwrap();
+            // Read and write: opening never waits for the agent, and a line written before it
+            // reads stays in the pipe.
+            go.push(
+                std::fs::OpenOptions::new()
+                    .read(true)
+                    .write(true)
+                    .open(&fifo)
+                    .unwrap(),
+            );
+            let script = r#"exec 3<'FIFO'
+i=0
+while read t <&3; do
+  i=$((i+1))
+  printf '{"type":"assistant","message":{"id":"m%d","role":"assistant","content":[],"usage":{"input_tokens":100,"output_tokens":0}},"session_id":"s"}\n' $i
+done"#
+                .replace("FIFO", &fifo.display().to_string());
+            let seat = ledger.seat();
+            let key = seat.key;
+            let thread = std::thread::spawn(move || {
+                let mut events = Vec::new();
+                let end = run_session(
+                    SessionPacket {
+                        spec: spec(&home, &script, Duration::from_secs(30)),
+                        parser: crate::agent::parser_for("claude"),
+                        stall_grace: None,
+                        budget: Budget {
+                            limits: vec![Limit {
+                                scope: Scope::Run,
+                                metric: Metric::Tokens,
+                                hard: LIMIT,
+                                baseline: 0.0,
+                            }],
+                            soft: 0.8,
+                            cache_read_weight: 0.1,
+                            ledger: Some(seat),
+                        },
+                        enforce_budget: true,
+                        log_stall: false,
+                        clock: Arc::new(SystemClock),
+                        usage_log_dir: None,
+                        live_input: None,
+                    },
+                    &mut |e| events.push(e),
+                )
+                .unwrap();
+                (end, events)
+            });
+            sessions.push((key, thread));
+        }
+        // Whether the sessions judge the run's total: a run at its limit that has not tripped
+        // within `WAIT` says they do not, and the events go on (to show what they then spend).
+        let mut judged = true;
+        for &n in order {
+            if ledger.tripped().is_some() {
+                break;
+            }
+            let before = ledger.run_total().tokens;
+            std::io::Write::write_all(&mut go[n], b"go\n").unwrap();
+            // Accounted; and once the run is at its limit, tripped.
+            judged &= ledger.wait_until(WAIT, |total, tripped| {
+                total.tokens > before && (total.tokens < LIMIT || tripped.is_some() || !judged)
+            });
+        }
+        let tripped = ledger.tripped();
+        if tripped.is_none() {
+            // Nothing will end the sessions: their agents end at the end of their input.
+            go.clear();
+        }
+        // Otherwise the input stays open: only the trip can end the session still waiting.
+        let mut committed = RunSpend::default();
+        let mut ends = Vec::new();
+        for (key, thread) in sessions {
+            let (end, events) = thread.join().unwrap();
+            let spent = end.totals.as_ref().unwrap().usage.weighted(0.1);
+            committed.tokens += spent;
+            ledger.settle(key, committed);
+            ends.push((end, events, spent));
+        }
+        drop(go);
+        let total = ledger.run_total().tokens;
+        let what = format!("order {order:?}: run total {total}, tripped {tripped:?}");
+        assert!(
+            (LIMIT..=LIMIT + EVENT).contains(&total),
+            "{what}: the run spent past its limit by more than one event"
+        );
+        assert_eq!(ledger.live_sessions(), 0);
+        assert_eq!(total, ends.iter().map(|(.., s)| s).sum::<f64>(), "{what}");
+        for (end, events, spent) in &ends {
+            assert_eq!(end.outcome, Outcome::OverBudget, "{what}: spent {spent}");
+            let run = end.tripped.map(|c| (c.scope, c.metric, c.limit));
+            assert_eq!(run, Some((Scope::Run, Metric::Tokens, LIMIT)), "{what}");
+            let trips = events
+                .iter()
+                .filter(|e| matches!(e, SessionEvent::BudgetTripped(_)))
+                .count();
+            assert_eq!(trips, 1, "{what}: {events:?}");
+        }
+        // The soft share (800) is of the run's live total: neither session alone reaches it.
+        let warned = ends
+            .iter()
+            .flat_map(|(_, events, _)| events)
+            .any(|e| matches!(e, SessionEvent::BudgetWarned(c) if c.scope == Scope::Run && c.used >= 800.0 && c.used < LIMIT));
+        assert!(
+            warned,
+            "{what}: no session was warned at the run's soft share"
+        );
+    }
+}
