@@ -383,7 +383,7 @@ impl Engine<'_> {
         let swept = session::sweep(
             &worktree,
             self.config.session.kill_grace,
-            session::Reach::HoldersAndOrphans,
+            session::Reach::Session,
             Some(self.started_boot),
         );
         if !swept.survivors.is_empty() {
@@ -845,7 +845,7 @@ impl Engine<'_> {
         session::sweep(
             &worktree,
             self.config.session.kill_grace,
-            session::Reach::HoldersAndOrphans,
+            session::Reach::Session,
             Some(self.started_boot),
         );
         Ok(())
