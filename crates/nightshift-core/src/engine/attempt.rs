@@ -425,7 +425,7 @@ impl Engine<'_> {
         let swept = session::sweep(
             &worktree,
             self.config.session.kill_grace,
-            self.sweep_reach(),
+            session::Reach::Session,
             Some(self.started_boot),
         );
         if !swept.survivors.is_empty() {
@@ -924,7 +924,7 @@ impl Engine<'_> {
         session::sweep(
             &worktree,
             self.config.session.kill_grace,
-            self.sweep_reach(),
+            session::Reach::Session,
             Some(self.started_boot),
         );
         Ok(())

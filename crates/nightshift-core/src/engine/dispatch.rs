@@ -167,6 +167,9 @@ impl Engine<'_> {
                 what: format!("a thread for the session of `{item}`: {e}"),
                 help: None,
             })?;
+        // While it runs, what holds its checkout is its own: no other step's sweep takes it
+        // (sweeps run on this thread only, so none ran since the spawn).
+        crate::session::spare_worktree(&job.worktree);
         self.dispatch.jobs.insert(
             item,
             Job {
@@ -177,17 +180,6 @@ impl Engine<'_> {
             },
         );
         Ok(())
-    }
-
-    /// Whose leftovers a sweep after a step may take: orphans re-parented to the engine are
-    /// a finished step's only while no session runs; beside a live session they may be its,
-    /// and only what holds the swept checkout is taken.
-    pub(super) fn sweep_reach(&self) -> crate::session::Reach {
-        if self.dispatch.busy() {
-            crate::session::Reach::Holders
-        } else {
-            crate::session::Reach::HoldersAndOrphans
-        }
     }
 
     /// Journals what the live sessions reported: everything already said, or (with `wait`)
@@ -224,6 +216,7 @@ impl Engine<'_> {
                     if let Some(thread) = live.thread.take() {
                         let _ = thread.join();
                     }
+                    crate::session::unspare_worktree(&live.job.worktree);
                     ended = true;
                     self.session_done(live.job, *end)?;
                 }

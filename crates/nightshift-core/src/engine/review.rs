@@ -300,7 +300,7 @@ impl Engine<'_> {
         session::sweep(
             &r.cwd,
             self.config.session.kill_grace,
-            self.sweep_reach(),
+            session::Reach::Session,
             Some(self.started_boot),
         );
         let file_text =

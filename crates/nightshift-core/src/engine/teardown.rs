@@ -250,7 +250,7 @@ impl Engine<'_> {
         let swept = crate::session::sweep(
             &path,
             self.config.session.kill_grace,
-            self.sweep_reach(),
+            crate::session::Reach::Session,
             Some(self.started_boot),
         );
         if !swept.survivors.is_empty() {

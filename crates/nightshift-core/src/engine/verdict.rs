@@ -193,7 +193,7 @@ impl Engine<'_> {
         crate::session::sweep(
             &worktree,
             self.config.session.kill_grace,
-            self.sweep_reach(),
+            crate::session::Reach::Session,
             Some(self.started_boot),
         );
         // The agent starts from the base's tree, not from what its check wrote: untracked

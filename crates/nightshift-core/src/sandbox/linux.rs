@@ -4,7 +4,11 @@
 //! can start a thread), which is what `unshare(CLONE_NEWUSER)` and Landlock's `restrict_self`
 //! need. The parent stays small: it forwards termination signals to the target's group (the
 //! session that spawned us signals *our* group, which the target left with `setsid`), waits,
-//! kills what is left of the target's group, and ends the way the target ended.
+//! and ends the way the target ended. It is a child subreaper: whatever the target's subtree
+//! orphans (a `setsid` grandchild included) is re-parented to it, not to the engine, and when
+//! the target ends (or the engine dies) it kills its whole subtree and waits it out, bounded,
+//! before it exits. So a session's leftovers end with its helper, and no sweep of the engine
+//! needs to reach into a sibling session (decision reap-1).
 
 use std::ffi::{CString, OsString};
 use std::io::Write;
@@ -16,6 +20,7 @@ use landlock::{
     ABI, Access, AccessFs, BitFlags, LandlockStatus, PathBeneath, PathFd, Ruleset, RulesetAttr,
     RulesetCreatedAttr, RulesetStatus, Scope,
 };
+use nix::errno::Errno;
 use nix::sys::signal::{SigSet, SigmaskHow, Signal, kill, killpg, raise, sigprocmask};
 use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
 use nix::unistd::{ForkResult, Pid, fork, getgid, getpid, getppid, getuid, setsid};
@@ -24,6 +29,10 @@ use super::{Held, Network, SETUP_FAILED, Spec, keep_env, read_rules};
 
 /// Our PDEATHSIG (see [`exec`]): a signal no CLI uses, caught by the relay loop.
 const PARENT_DIED: Signal = Signal::SIGPWR;
+
+/// How long the helper keeps killing and reaping its subtree after the target ended, before it
+/// exits anyway (what is left is then re-parented to the engine, whose sweep takes it).
+const SUBTREE_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// Signals forwarded to the target's group.
 const FORWARD: [Signal; 6] = [
@@ -74,6 +83,9 @@ pub(super) fn exec(spec: &Spec, argv: &[OsString], probe: bool) -> i32 {
     if getppid() != engine {
         return SETUP_FAILED; // the engine died before the signal was armed
     }
+    // Orphans of the target's subtree (a `setsid` daemon, a double fork) come to us, not to the
+    // engine: we end them with the target (`end_subtree`).
+    let _ = nix::sys::prctl::set_child_subreaper(true);
     let parent = getpid();
     // SAFETY: this process is single-threaded (`__exec` is dispatched before anything starts a
     // thread), so the child may do anything the parent could.
@@ -348,7 +360,8 @@ fn add(
     ruleset.add_rule(PathBeneath::new(fd, access))
 }
 
-/// Forwards termination signals to the target's group until it ends; then ends the same way.
+/// Forwards termination signals to the target's group until it ends; then ends its subtree and
+/// ends the same way.
 fn relay(child: Pid, engine: Pid, mask: &SigSet) -> i32 {
     loop {
         let Ok(sig) = mask.wait() else {
@@ -360,9 +373,9 @@ fn relay(child: Pid, engine: Pid, mask: &SigSet) -> i32 {
             if getppid() == engine {
                 continue;
             }
-            let _ = killpg(child, Signal::SIGKILL);
+            // Not reaped yet, so the pid is still the target's.
             let _ = kill(child, Signal::SIGKILL);
-            let _ = waitpid(child, None);
+            end_subtree(child);
             return die_by(Signal::SIGKILL);
         }
         if sig != Signal::SIGCHLD {
@@ -372,22 +385,83 @@ fn relay(child: Pid, engine: Pid, mask: &SigSet) -> i32 {
             }
             continue;
         }
+        // Reap whatever ended: the target, or an orphan of its subtree re-parented to us.
         loop {
-            match waitpid(child, Some(WaitPidFlag::WNOHANG)) {
-                Ok(WaitStatus::Exited(_, code)) => {
-                    let _ = killpg(child, Signal::SIGKILL);
+            match waitpid(Pid::from_raw(-1), Some(WaitPidFlag::WNOHANG)) {
+                Ok(WaitStatus::Exited(pid, code)) if pid == child => {
+                    end_subtree(child);
                     return code;
                 }
-                Ok(WaitStatus::Signaled(_, sig, _)) => {
-                    let _ = killpg(child, Signal::SIGKILL);
+                Ok(WaitStatus::Signaled(pid, sig, _)) if pid == child => {
+                    end_subtree(child);
                     return die_by(sig);
                 }
                 Ok(WaitStatus::StillAlive) => break,
-                Ok(_) => continue,
+                Ok(_) | Err(Errno::EINTR) => continue,
                 Err(_) => return SETUP_FAILED,
             }
         }
     }
+}
+
+/// Kills the target's group and then every descendant of this process, wherever its group or
+/// session (we are their subreaper, so what the target's subtree orphaned is below us), reaping
+/// them, until none is left or [`SUBTREE_WAIT`] has passed.
+fn end_subtree(child: Pid) {
+    let _ = killpg(child, Signal::SIGKILL);
+    let me = getpid().as_raw();
+    let deadline = std::time::Instant::now() + SUBTREE_WAIT;
+    loop {
+        loop {
+            match waitpid(Pid::from_raw(-1), Some(WaitPidFlag::WNOHANG)) {
+                Ok(WaitStatus::StillAlive) => break,
+                Ok(_) | Err(Errno::EINTR) => continue,
+                // No child at all: as their subreaper, no descendant either.
+                Err(_) => return,
+            }
+        }
+        if std::time::Instant::now() >= deadline {
+            return;
+        }
+        // The whole subtree at once, so a process forking as it dies leaves orphans that are
+        // ours and taken in the next round.
+        for pid in descendants(me) {
+            let _ = kill(Pid::from_raw(pid), Signal::SIGKILL);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+}
+
+/// Every live process below `root` in the process table (`/proc/<pid>/stat`'s parent field).
+fn descendants(root: i32) -> Vec<i32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    let table: Vec<(i32, i32)> = entries
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+        .filter_map(|pid| {
+            let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+            let mut fields = text.rsplit_once(')')?.1.split_whitespace();
+            // After the command: state ppid …; a zombie is only reaped, not killed.
+            let state = fields.next()?;
+            let ppid = fields.next()?.parse().ok()?;
+            (state != "Z" && state != "X").then_some((pid, ppid))
+        })
+        .collect();
+    let mut below: std::collections::HashSet<i32> = std::collections::HashSet::from([root]);
+    loop {
+        let before = below.len();
+        for (pid, ppid) in &table {
+            if below.contains(ppid) {
+                below.insert(*pid);
+            }
+        }
+        if below.len() == before {
+            break;
+        }
+    }
+    below.remove(&root);
+    below.into_iter().collect()
 }
 
 /// Ends this process by `sig` (default action), so the session sees how the target ended.

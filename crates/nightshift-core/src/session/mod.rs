@@ -25,7 +25,9 @@ pub use budget::{
     Budget, Crossing, Guard, LedgerSeat, Limit, Metric, RunLedger, RunSpend, Scope, SessionKey,
 };
 pub use live::{LiveInput, LiveMessage};
-pub use sweep::{Reach, SweepReport, become_subreaper, spare, sweep, unspare};
+pub use sweep::{
+    Reach, SweepReport, become_subreaper, spare, spare_worktree, sweep, unspare, unspare_worktree,
+};
 
 /// How a supervised process ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -236,11 +238,11 @@ pub fn hex(bytes: &[u8]) -> String {
         })
 }
 
-/// Sends SIGKILL to every process holding `dir` (and every orphan re-parented to this process)
-/// and waits, bounded, until none is left.
-/// Returns how many were signalled and whether any survived the wait.
+/// Sends SIGKILL to every process holding `dir` (and every orphan re-parented to this process,
+/// within [`Reach::Session`]'s limits: never a live session's) and waits, bounded, until none is
+/// left. Returns how many were signalled and whether any survived the wait.
 pub fn kill_processes_under(dir: &std::path::Path) -> (usize, bool) {
-    let report = sweep(dir, Duration::from_secs(5), Reach::HoldersAndOrphans, None);
+    let report = sweep(dir, Duration::from_secs(5), Reach::Session, None);
     (report.killed.len(), !report.survivors.is_empty())
 }
 

@@ -463,6 +463,116 @@ fn the_helper_ends_the_targets_whole_group_when_its_parent_dies() {
     }
 }
 
+/// A leaked grandchild as it described itself (`pid sid start`, from its `/proc/self/stat`).
+struct Leak {
+    pid: i32,
+    start: String,
+}
+
+impl Leak {
+    /// Parses the line, checking that the grandchild leads a session of its own (so the
+    /// target's group, which `killpg` reaches, does not hold it).
+    fn read(line: &str) -> Leak {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        let [pid, sid, start] = fields[..] else {
+            panic!("not `pid sid start`: {line:?}");
+        };
+        assert_eq!(pid, sid, "the grandchild leads a session of its own");
+        Leak {
+            pid: pid.parse().unwrap(),
+            start: start.into(),
+        }
+    }
+
+    /// Still running: the same process (its start time), not a zombie.
+    fn alive(&self) -> bool {
+        let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.pid)).unwrap_or_default();
+        let fields: Vec<&str> = stat
+            .rsplit_once(')')
+            .map_or(Vec::new(), |(_, rest)| rest.split_whitespace().collect());
+        // After the command: state is the first field, the start time the 20th.
+        fields.first().is_some_and(|s| *s != "Z") && fields.get(19) == Some(&self.start.as_str())
+    }
+
+    fn kill(&self) {
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(self.pid),
+            nix::sys::signal::Signal::SIGKILL,
+        );
+    }
+}
+
+/// What a leaking grandchild writes about itself.
+const DESCRIBE: &str = "echo $$ $(cut -d\" \" -f6,22 /proc/$$/stat)";
+
+/// A target that leaks a `setsid` grandchild (a daemon a test suite starts) and exits: the
+/// helper, the subreaper of the target's subtree, ends it before it exits itself, so nothing of
+/// the session is left for the engine to find (issue 14).
+#[test]
+fn the_helper_ends_a_setsid_grandchild_when_the_target_exits() {
+    let layout = Layout::new();
+    // The grandchild names itself only once it has its own session; the target waits for that.
+    let out = exec(
+        &layout.spec(Network::Host),
+        &layout.checkout,
+        &layout.home,
+        &format!(
+            "setsid sh -c '{DESCRIBE} > leak.tmp; mv leak.tmp leak; exec sleep 300' \
+             </dev/null >/dev/null 2>&1 &\nwhile [ ! -s leak ]; do sleep 0.01; done\necho leaked"
+        ),
+        None,
+    );
+    let leak = Leak::read(&std::fs::read_to_string(layout.checkout.join("leak")).unwrap());
+    let alive = leak.alive();
+    if alive {
+        leak.kill();
+    }
+    assert!(out.status.success(), "{}", all(&out));
+    assert!(all(&out).contains("leaked"), "{}", all(&out));
+    assert!(
+        !alive,
+        "the setsid grandchild outlived its session's helper"
+    );
+}
+
+/// The engine dying takes a target's `setsid` grandchild too, not only the target's group.
+#[test]
+fn the_helper_ends_a_setsid_grandchild_when_its_parent_dies() {
+    let layout = Layout::new();
+    let ready = layout.checkout.join("ready");
+    nix::unistd::mkfifo(&ready, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+    let spec = serde_json::to_string(&layout.spec(Network::Host)).unwrap();
+    // The grandchild keeps the stand-in engine's stdout: EOF there means it is gone.
+    let target = format!("setsid sh -c '{DESCRIBE} > ready; exec sleep 600' </dev/null & wait");
+    let mut parent = Command::new("sh")
+        .args(["-c", "\"$0\" __exec --spec \"$1\" -- sh -c \"$2\" & wait"])
+        .arg(BIN)
+        .arg(&spec)
+        .arg(&target)
+        .current_dir(&layout.checkout)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let grandchild = Leak::read(&std::fs::read_to_string(&ready).unwrap());
+    assert!(grandchild.alive());
+    parent.kill().unwrap();
+    parent.wait().unwrap();
+    let mut out = parent.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut sink = Vec::new();
+        let _ = std::io::Read::read_to_end(&mut out, &mut sink);
+        let _ = tx.send(());
+    });
+    let gone = rx.recv_timeout(std::time::Duration::from_secs(60)).is_ok();
+    if !gone {
+        let alive = grandchild.alive();
+        grandchild.kill();
+        panic!("the setsid grandchild outlived the helper's parent (alive: {alive})");
+    }
+}
+
 fn doctor_finding(repo: &crate::harness::Repo, name: &str) -> serde_json::Value {
     let out = repo
         .cmd(&["doctor", "--quick", "--json"])
