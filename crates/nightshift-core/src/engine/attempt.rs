@@ -370,6 +370,7 @@ impl Engine<'_> {
         let watched = self.watch_control_plane(att)?;
         let (packet, sink) = self.session_packet(spec, &agent, budget, &att.item, track)?;
         let enforced = packet.enforce_budget;
+        let seat = packet.budget.ledger.as_ref().map(|s| s.key);
         self.spawn_session(
             super::dispatch::SessionJob {
                 item: att.item.clone(),
@@ -379,6 +380,7 @@ impl Engine<'_> {
                 watched,
                 passed_session,
                 enforced,
+                seat,
             },
             packet,
             sink,
@@ -400,6 +402,7 @@ impl Engine<'_> {
             watched,
             passed_session,
             enforced: _,
+            seat,
         } = job;
         let run_id = self.run_id();
         // The attempt as it is now (the session's events may have changed it).
@@ -411,6 +414,8 @@ impl Engine<'_> {
                 help: None,
             })?;
         let att = &att;
+        // Its spend leaves the ledger when its end is journaled (or at once if it never is).
+        self.settle_with_next_end(seat);
         if end.outcome == Outcome::SpawnFailed {
             // Every item would fail the same way: halt resumable instead of draining the queue.
             return Err(EngineError::Execution {
@@ -542,12 +547,16 @@ impl Engine<'_> {
     ) -> Result<ProcessEnd, EngineError> {
         let (packet, mut sink) = self.session_packet(spec, agent, budget, item, track)?;
         let enforced = packet.enforce_budget;
+        let seat = packet.budget.ledger.as_ref().map(|s| s.key);
         let mut failure = None;
         let end = session::run_session(packet, &mut |event| {
             if let Err(e) = self.session_event(&mut sink, item, attempt, enforced, event) {
                 failure.get_or_insert(e);
             }
-        })?;
+        });
+        // Its spend leaves the ledger with the event journaling its end (`review_ended`).
+        self.settle_with_next_end(seat);
+        let end = end?;
         match failure {
             Some(e) => Err(e),
             None => Ok(end),
@@ -770,7 +779,7 @@ impl Engine<'_> {
             limits,
             soft: b.soft,
             cache_read_weight: b.cache_read_weight,
-            ledger: None,
+            ledger: self.ledger_seat(),
         })
     }
 
@@ -782,7 +791,8 @@ impl Engine<'_> {
         let b = self.config.budget;
         let run = self.run()?;
         Ok(b.run_tokens.is_some_and(|l| run.spent_tokens >= l as f64)
-            || b.run_usd.is_some_and(|l| run.spent_usd >= l))
+            || b.run_usd.is_some_and(|l| run.spent_usd >= l)
+            || self.ledger_spent(b.run_tokens, b.run_usd))
     }
 
     /// Before a session: a spent item budget parks the item, a spent run budget halts the run.

@@ -42,6 +42,8 @@ pub(crate) struct SessionJob {
     pub passed_session: Option<String>,
     /// Whether a crossed budget ends the session.
     pub enforced: bool,
+    /// Its seat in the run's ledger.
+    pub seat: Option<crate::session::SessionKey>,
 }
 
 /// What a session's events are journaled with (the CLI session it last named).
@@ -78,6 +80,13 @@ pub(super) struct Dispatch {
     rx: mpsc::Receiver<Upward>,
     /// Each item's declared paths (`[[item]] paths`); an item not here runs alone.
     paths: HashMap<String, Vec<String>>,
+    /// The run's spend, shared live by every session (issue 14): each session's run-scope
+    /// limits are held against the journaled spend plus every live session's running spend.
+    /// Made when the run is open.
+    pub(super) ledger: Option<std::sync::Arc<crate::session::RunLedger>>,
+    /// The ledger seat of a session whose end is being journaled: the event that adds its
+    /// spend to the run settles it (one lock: never counted twice or not at all).
+    pub(super) settle: Option<crate::session::SessionKey>,
 }
 
 impl Dispatch {
@@ -94,6 +103,8 @@ impl Dispatch {
                 .filter(|i| !i.paths.is_empty())
                 .map(|i| (i.id.clone(), i.paths.clone()))
                 .collect(),
+            ledger: None,
+            settle: None,
         }
     }
 
@@ -233,10 +244,15 @@ impl Engine<'_> {
     ) -> Result<(), EngineError> {
         let run_id = self.run_id();
         let (item_id, attempt) = (job.item.clone(), job.attempt);
+        let seat = job.seat;
         let result = match end {
             Ok(end) => self.finish_session(job, end),
             Err(e) => Err(e.into()),
         };
+        // Its end was journaled (and settled), or never will be.
+        if self.dispatch.settle == seat {
+            self.settle_pending();
+        }
         if let Err(e) = result {
             let item = self.store.item(&run_id, &item_id)?;
             let att = self.store.attempt(&run_id, &item_id, attempt)?;
@@ -276,6 +292,10 @@ impl Engine<'_> {
     /// The scheduler: journal what the live sessions said; step an admitted item; admit the next
     /// queued item while a slot is free; give parked items another pass; else halt.
     pub(super) fn drive(&mut self) -> Result<HaltReason, EngineError> {
+        let committed = spend_of(self.run()?);
+        self.dispatch.ledger = Some(std::sync::Arc::new(crate::session::RunLedger::new(
+            committed,
+        )));
         loop {
             self.service(false)?;
             let busy = self.dispatch.busy();
@@ -483,6 +503,69 @@ impl Engine<'_> {
         }
         self.absorb_own_changes(watch);
         Ok(true)
+    }
+}
+
+/// What the journal says the run spent, as the ledger counts it.
+pub(super) fn spend_of(run: &crate::store::RunRow) -> crate::session::RunSpend {
+    crate::session::RunSpend {
+        tokens: run.spent_tokens,
+        turns: f64::from(run.spent_turns),
+        usd: run.spent_usd,
+    }
+}
+
+impl Engine<'_> {
+    /// After an event is journaled: the ledger's committed spend is the journal's; a session
+    /// whose end this event journaled leaves the ledger in the same lock.
+    pub(super) fn ledger_follows(&mut self, kind: &str) {
+        let (Some(ledger), Ok(run)) = (&self.dispatch.ledger, self.run()) else {
+            return;
+        };
+        let committed = spend_of(run);
+        let ends = matches!(kind, "session_ended" | "review_ended" | "debt_settled");
+        match self.dispatch.settle.take_if(|_| ends) {
+            Some(key) => ledger.settle(key, committed),
+            None => ledger.set_committed(committed),
+        }
+    }
+
+    /// The session of ledger seat `key` ended: the next event that journals a session's end
+    /// settles it. One left pending (its end never journaled: an error on the way) is settled
+    /// now, at the journal's figure: its spend never reached the journal.
+    pub(super) fn settle_with_next_end(&mut self, key: Option<crate::session::SessionKey>) {
+        self.settle_pending();
+        self.dispatch.settle = key;
+    }
+
+    /// Settles a seat left pending (see [`Engine::settle_with_next_end`]).
+    pub(super) fn settle_pending(&mut self) {
+        if let (Some(ledger), Some(key), Ok(run)) = (
+            &self.dispatch.ledger,
+            self.dispatch.settle.take(),
+            self.run(),
+        ) {
+            ledger.settle(key, spend_of(run));
+        }
+    }
+
+    /// A seat in the run's ledger for a session about to start.
+    pub(super) fn ledger_seat(&self) -> Option<crate::session::LedgerSeat> {
+        self.dispatch.ledger.as_ref().map(|l| l.seat())
+    }
+
+    /// Whether the live run total (journaled plus running sessions) reached a run fuse, or a
+    /// session tripped one.
+    pub(super) fn ledger_spent(&self, tokens: Option<u64>, usd: Option<f64>) -> bool {
+        let Some(ledger) = &self.dispatch.ledger else {
+            return false;
+        };
+        let live = ledger.run_total();
+        ledger
+            .tripped()
+            .is_some_and(|c| c.scope == crate::session::Scope::Run)
+            || tokens.is_some_and(|l| live.tokens >= l as f64)
+            || usd.is_some_and(|l| live.usd >= l)
     }
 }
 

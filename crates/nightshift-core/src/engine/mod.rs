@@ -507,6 +507,7 @@ impl Engine<'_> {
         (self.observe)(&event);
         // The cached run row (pass, spend, pause) always reflects the journal.
         self.run = self.store.run(&run_id)?;
+        self.ledger_follows(event.kind.name());
         if matches!(event.kind.name(), "session_ended" | "review_ended") {
             self.verify_store = true;
         }

@@ -313,3 +313,63 @@ fn a_session_that_leaks_a_setsid_grandchild_does_not_lose_a_siblings_agent() {
     );
     repo.assert_clean_end();
 }
+
+#[test]
+fn two_parallel_sessions_each_worth_60_percent_stop_together_at_the_run_budget() {
+    let repo = Repo::new(&project());
+    let barrier = repo.agent_dir.join("barrier");
+    // Each session alone would spend 600 of the run's 1000 tokens (its session limit): both at
+    // once, each judged by what the run had spent when it started, would spend 1200.
+    for id in ["a", "b"] {
+        repo.agent(id, "busy forever usage-per-turn=100 interval=200ms\n");
+    }
+    let agent = shell_agent(
+        &repo,
+        &barrier_agent(
+            &barrier,
+            "2",
+            &format!(
+                "exec {BIN} __fake-agent --script-dir {}",
+                repo.agent_dir.display()
+            ),
+        ),
+    );
+    let mut config = parallel_plan(&repo, &agent, 2, &[("a", &["a/**"]), ("b", &["b/**"])], 1)
+        .replacen("command = [", "format = \"claude-stream\"\ncommand = [", 1);
+    config = config.replacen(
+        "[limits]\n",
+        "[limits]\nsession_tokens = 600\nrun_tokens = 1000\nkill_grace = \"200ms\"\n",
+        1,
+    );
+    repo.configure(&config);
+    let out = repo.run(&["run"]);
+    assert!(
+        overlap(&session_spans(&repo), "a", "b"),
+        "the two ran together\n{}",
+        text(&out)
+    );
+    let store = repo.store();
+    let run = store.latest_run().unwrap().unwrap();
+    assert!(
+        (1000.0..=1100.0).contains(&run.spent_tokens),
+        "together at most one event (100) past the run's 1000: {}\n{}",
+        run.spent_tokens,
+        text(&out)
+    );
+    let tripped_run = store
+        .events_after(0, 100_000)
+        .unwrap()
+        .iter()
+        .filter(|e| {
+            matches!(&e.kind, EventKind::BudgetTripped { scope, .. }
+                if *scope == nightshift_core::session::Scope::Run)
+        })
+        .count();
+    assert!(tripped_run >= 1, "the run budget tripped\n{}", text(&out));
+    assert_eq!(
+        out.status.code(),
+        Some(18),
+        "budget_exceeded\n{}",
+        text(&out)
+    );
+}
