@@ -1,8 +1,10 @@
 //! The git CLI wrapper (never a library): `LC_ALL=C`, no prompts, hooks off for nightshift's own
-//! commits, a timeout on every call. Worktree lifecycle and preservation live in `worktree`.
+//! commits, a timeout on every call. Worktree lifecycle and preservation live in `worktree`;
+//! bringing work onto a target (for the engine and `accept` alike) in `integrate`.
 
 mod clone;
 mod cmd;
+mod integrate;
 pub mod message;
 pub mod pool;
 mod seed;
@@ -11,6 +13,7 @@ mod worktree;
 
 pub use clone::is_clone;
 pub use cmd::{Git, GitError};
+pub use integrate::{Integrator, Landing, Prepared};
 pub use pool::ClonePool;
 pub use seed::{missing_seeds, seed_worktree};
 pub use tamper::{ControlPlane, Tampering};
