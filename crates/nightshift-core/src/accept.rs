@@ -7,12 +7,12 @@
 //! moves nothing. Shipping without the review records a debt, which the next run
 //! reviews before anything else.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use crate::clock::Clock;
 use crate::config::Strategy;
 use crate::config::{Config, ReviewWhen};
-use crate::git::{Git, GitError, Integrator, Landing, Prepared};
+use crate::git::{Git, GitError, Integrator, Landing, Prepared, Scratch, ScratchError};
 use crate::session::SessionError;
 use crate::store::{
     AttemptRow, EventKind, ItemRow, ItemState, LockError, Phase, RunLock, Store, StoreError,
@@ -345,7 +345,7 @@ fn message(item: &ItemRow, run_id: &str, attempt: u32, verb: &str) -> String {
     )
 }
 
-/// Runs the item's check on `merged` in a detached worktree that is removed afterwards.
+/// Runs the item's check on `merged` in a scratch checkout, removed afterwards.
 #[expect(
     clippy::too_many_arguments,
     reason = "the facts of one accept, passed down once; grouping them would only rename them"
@@ -361,38 +361,31 @@ fn check_merged(
     log: &Path,
 ) -> Result<bool, AcceptError> {
     let ws = opts.workspace;
-    let path: PathBuf = ws
-        .worktrees()
-        .join(format!("accept-{}-{}", item.id, att.attempt));
     let io = |p: &Path| {
         let path = p.display().to_string();
         move |source| AcceptError::Io { path, source }
     };
-    if path.exists() {
-        let _ = git.worktree_remove(&path);
-        if path.exists() && ws.owns_worktree_path(&path) {
-            std::fs::remove_dir_all(&path).map_err(io(&path))?;
-        }
-    }
-    git.worktree_prune()?;
     if let Some(dir) = log.parent() {
         std::fs::create_dir_all(dir).map_err(io(dir))?;
     }
-    git.run(&[
-        "worktree",
-        "add",
-        "--detach",
-        "--quiet",
-        &path.display().to_string(),
+    let scratch = Scratch::add(
+        git,
+        &ws.worktrees(),
+        &format!("accept-{}-{}", item.id, att.attempt),
         merged,
-    ])?;
+    )
+    .map_err(|e| match e {
+        ScratchError::Git(e) => AcceptError::Git(e),
+        ScratchError::Io { path, source } => io(&path)(source),
+    })?;
+    let path = scratch.tree().to_owned();
     let result = (|| {
-        crate::git::seed_worktree(ws.root(), &path, &opts.config.seed).map_err(|why| {
-            AcceptError::Io {
+        scratch
+            .seed(ws.root(), &opts.config.seed)
+            .map_err(|why| AcceptError::Io {
                 path: path.display().to_string(),
                 source: std::io::Error::other(why),
-            }
-        })?;
+            })?;
         let command = item
             .check_command
             .clone()
@@ -457,11 +450,7 @@ fn check_merged(
         }
         Ok(true)
     })();
-    let _ = git.worktree_remove(&path);
-    if path.exists() && ws.owns_worktree_path(&path) {
-        let _ = std::fs::remove_dir_all(&path);
-    }
-    let _ = git.worktree_prune();
+    drop(scratch);
     result
 }
 
