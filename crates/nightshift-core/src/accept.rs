@@ -7,11 +7,12 @@
 //! moves nothing. Shipping without the review records a debt, which the next run
 //! reviews before anything else.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use crate::clock::Clock;
+use crate::config::Strategy;
 use crate::config::{Config, ReviewWhen};
-use crate::git::{Git, GitError, MergeOutcome};
+use crate::git::{Git, GitError, Integrator, Landing, Prepared, Scratch, ScratchError};
 use crate::session::SessionError;
 use crate::store::{
     AttemptRow, EventKind, ItemRow, ItemState, LockError, Phase, RunLock, Store, StoreError,
@@ -247,22 +248,19 @@ fn merge_check_and_move(
     verb: &str,
 ) -> Result<String, AcceptError> {
     let ws = opts.workspace;
-    let target_ref = format!("refs/heads/{}", run.target);
-    let tree = if tip == att.base {
-        format!("{candidate}^{{tree}}")
-    } else {
-        match git.merge_tree(tip, candidate)? {
-            MergeOutcome::Clean { tree } => tree,
-            MergeOutcome::Conflict { paths } => {
-                return Err(AcceptError::Conflict {
-                    item: item.id.clone(),
-                    target: run.target.clone(),
-                    paths,
-                });
-            }
+    let common_dir = git.common_dir()?;
+    let integrator = Integrator::new(git, &common_dir);
+    let message = message(item, &run.id, att.attempt, verb);
+    let merged = match integrator.prepare(&att.base, candidate, tip, Strategy::Squash, &message)? {
+        Prepared::Ready { commit, .. } => commit,
+        Prepared::Conflict { paths } => {
+            return Err(AcceptError::Conflict {
+                item: item.id.clone(),
+                target: run.target.clone(),
+                paths,
+            });
         }
     };
-    let merged = git.commit_tree(&tree, &[tip], &message(item, &run.id, att.attempt, verb))?;
     // The oracle judges exactly what would land, in a tree of its own.
     let log = ws
         .logs(&run.id)
@@ -275,7 +273,8 @@ fn merge_check_and_move(
             log: log.display().to_string(),
         });
     }
-    move_target(git, &run.target, &target_ref, &merged, tip)?;
+    let landing = integrator.land(&run.target, &merged, tip)?;
+    refused(landing, &run.target)?;
     crate::failpoint::hit("accept_moved");
     Ok(merged)
 }
@@ -346,7 +345,7 @@ fn message(item: &ItemRow, run_id: &str, attempt: u32, verb: &str) -> String {
     )
 }
 
-/// Runs the item's check on `merged` in a detached worktree that is removed afterwards.
+/// Runs the item's check on `merged` in a scratch checkout, removed afterwards.
 #[expect(
     clippy::too_many_arguments,
     reason = "the facts of one accept, passed down once; grouping them would only rename them"
@@ -362,38 +361,31 @@ fn check_merged(
     log: &Path,
 ) -> Result<bool, AcceptError> {
     let ws = opts.workspace;
-    let path: PathBuf = ws
-        .worktrees()
-        .join(format!("accept-{}-{}", item.id, att.attempt));
     let io = |p: &Path| {
         let path = p.display().to_string();
         move |source| AcceptError::Io { path, source }
     };
-    if path.exists() {
-        let _ = git.worktree_remove(&path);
-        if path.exists() && ws.owns_worktree_path(&path) {
-            std::fs::remove_dir_all(&path).map_err(io(&path))?;
-        }
-    }
-    git.worktree_prune()?;
     if let Some(dir) = log.parent() {
         std::fs::create_dir_all(dir).map_err(io(dir))?;
     }
-    git.run(&[
-        "worktree",
-        "add",
-        "--detach",
-        "--quiet",
-        &path.display().to_string(),
+    let scratch = Scratch::add(
+        git,
+        &ws.worktrees(),
+        &format!("accept-{}-{}", item.id, att.attempt),
         merged,
-    ])?;
+    )
+    .map_err(|e| match e {
+        ScratchError::Git(e) => AcceptError::Git(e),
+        ScratchError::Io { path, source } => io(&path)(source),
+    })?;
+    let path = scratch.tree().to_owned();
     let result = (|| {
-        crate::git::seed_worktree(ws.root(), &path, &opts.config.seed).map_err(|why| {
-            AcceptError::Io {
+        scratch
+            .seed(ws.root(), &opts.config.seed)
+            .map_err(|why| AcceptError::Io {
                 path: path.display().to_string(),
                 source: std::io::Error::other(why),
-            }
-        })?;
+            })?;
         let command = item
             .check_command
             .clone()
@@ -458,61 +450,37 @@ fn check_merged(
         }
         Ok(true)
     })();
-    let _ = git.worktree_remove(&path);
-    if path.exists() && ws.owns_worktree_path(&path) {
-        let _ = std::fs::remove_dir_all(&path);
-    }
-    let _ = git.worktree_prune();
+    drop(scratch);
     result
 }
 
-/// Where the target is checked out, fast-forward it there; else compare-and-swap.
-fn move_target(
-    git: &Git,
-    target: &str,
-    target_ref: &str,
-    merged: &str,
-    tip: &str,
-) -> Result<(), AcceptError> {
-    let blocked = |why: String| AcceptError::TargetBlocked {
+/// What of a landing refuses the accept (nothing moved then): every way the integrator did
+/// not move the target, the engine's reasons to wait or merge again.
+fn refused(landing: Landing, target: &str) -> Result<(), AcceptError> {
+    let why = match landing {
+        Landing::Landed | Landing::AlreadyLanded => return Ok(()),
+        Landing::Moved { tip } => {
+            format!("it moved meanwhile (to {})", tip.get(..10).unwrap_or(&tip))
+        }
+        Landing::Lost { why } => format!("it moved meanwhile ({why})"),
+        Landing::Stuck { why } => {
+            format!("git refuses to move it ({why}); remove a stale `.lock` file if git names one")
+        }
+        // Uncommitted edits hold the accept only where it changes the same files; others are
+        // carried over by the fast-forward (which refuses to overwrite any).
+        Landing::Dirty { checkout, paths } => format!(
+            "it is checked out at {} with uncommitted changes to {} that the item also \
+             changes; commit or stash them",
+            checkout.display(),
+            paths.join(", ")
+        ),
+        Landing::FastForwardRefused { error, .. } => {
+            format!("fast-forward the checkout: {error}")
+        }
+        Landing::Gone => "the branch does not exist".into(),
+    };
+    Err(AcceptError::TargetBlocked {
         target: target.to_owned(),
         why,
-    };
-    let checkout = git
-        .worktree_list()?
-        .into_iter()
-        .find(|w| w.branch.as_deref() == Some(target) && !w.prunable);
-    match checkout {
-        Some(w) => {
-            let user = git.at(&w.path);
-            // Uncommitted edits hold the accept only where it changes the same files; others
-            // are carried over by the fast-forward (which refuses to overwrite any).
-            let dirty = user.dirty_tracked_paths()?;
-            if !dirty.is_empty() {
-                let moved: Vec<String> = git
-                    .changed_paths(tip, merged)?
-                    .into_iter()
-                    .map(|(path, _)| path)
-                    .collect();
-                let blocking: Vec<&str> = dirty
-                    .iter()
-                    .filter(|p| moved.contains(p))
-                    .map(String::as_str)
-                    .collect();
-                if !blocking.is_empty() {
-                    return Err(blocked(format!(
-                        "it is checked out at {} with uncommitted changes to {} that the item \
-                         also changes; commit or stash them",
-                        w.path.display(),
-                        blocking.join(", ")
-                    )));
-                }
-            }
-            user.merge_ff_only(merged)
-                .map_err(|e| blocked(format!("fast-forward the checkout: {e}")))
-        }
-        None => git
-            .cas_ref(target_ref, merged, tip)?
-            .map_err(|why| blocked(format!("it moved meanwhile ({why})"))),
-    }
+    })
 }

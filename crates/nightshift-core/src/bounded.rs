@@ -1,7 +1,9 @@
 //! Reading a file that someone names — a receipt, a key, the config, a plan, a results file —
 //! with a cap: `/dev/zero`, an endless pipe or a runaway report must never grow memory without
 //! bound. A file over its cap is an error that says so (`it is larger than 4 MiB`), never a
-//! silent truncation.
+//! silent truncation. Running a short-lived child with a deadline is [`process`]'s.
+
+pub mod process;
 
 use std::io::Read;
 use std::path::Path;

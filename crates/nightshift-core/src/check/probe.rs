@@ -20,7 +20,7 @@ use sha2::{Digest, Sha256};
 
 use super::results;
 use super::stats;
-use crate::git::{Git, GitError};
+use crate::git::{Git, GitError, ScratchError, scratch};
 use crate::halt::HaltReason;
 use crate::session::{self, Outcome, SessionError};
 use crate::workspace::Workspace;
@@ -189,12 +189,10 @@ pub fn chain(err: &dyn std::error::Error) -> String {
     text
 }
 
-/// A detached worktree at `HEAD` under `.nightshift/scratch/`, removed on drop.
+/// A detached worktree at `HEAD` under `.nightshift/scratch/` (the one scratch checkout,
+/// [`crate::git::Scratch`]), removed on drop after whatever the runs left running in it.
 pub struct Scratch {
-    git: Git,
-    dir: PathBuf,
-    tree: PathBuf,
-    commit: String,
+    inner: crate::git::Scratch,
 }
 
 impl Scratch {
@@ -206,96 +204,50 @@ impl Scratch {
         if let Ok(common) = git.common_dir() {
             let _ = crate::engine::ensure_excluded(&common);
         }
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.subsec_nanos())
-            .unwrap_or(0);
-        remove_stale(&git, &ws.dir().join("scratch"));
-        let dir = ws
-            .dir()
-            .join("scratch")
-            .join(format!("{label}-{}-{nanos:08x}", std::process::id()));
-        std::fs::create_dir_all(dir.join("logs")).map_err(io_err(&dir))?;
-        let tree = dir.join("tree");
-        let scratch = Scratch {
-            git,
-            dir,
-            tree,
-            commit,
-        };
-        let path = scratch.tree.to_string_lossy().into_owned();
-        scratch.git.run(&[
-            "worktree",
-            "add",
-            "--quiet",
-            "--detach",
-            &path,
-            &scratch.commit,
-        ])?;
-        crate::git::seed_worktree(ws.root(), &scratch.tree, seeds).map_err(ProbeError::Seed)?;
-        Ok(scratch)
+        let owner = ws.dir().join("scratch");
+        scratch::remove_stale(&git, &owner);
+        let inner =
+            crate::git::Scratch::add_with_room(&git, &owner, &scratch::unique_name(label), &commit)
+                .map_err(|e| match e {
+                    ScratchError::Git(e) => ProbeError::Git(e),
+                    ScratchError::Io { path, source } => ProbeError::Io { path, source },
+                })?;
+        let logs = inner.dir().join("logs");
+        std::fs::create_dir_all(&logs).map_err(io_err(&logs))?;
+        inner.seed(ws.root(), seeds).map_err(ProbeError::Seed)?;
+        Ok(Scratch { inner })
     }
 
     /// The worktree.
     pub fn tree(&self) -> &Path {
-        &self.tree
+        self.inner.tree()
     }
 
     /// A directory for logs, removed with the worktree.
     pub fn logs(&self) -> PathBuf {
-        self.dir.join("logs")
+        self.inner.dir().join("logs")
     }
 
     /// The commit checked out.
     pub fn commit(&self) -> &str {
-        &self.commit
+        self.inner.commit()
     }
 
     /// Restores the tracked files to the commit (after a planted mutation).
     pub fn restore(&self) -> Result<(), GitError> {
-        self.git
-            .at(&self.tree)
-            .run(&["checkout", "--quiet", "--force", "HEAD", "--", "."])?;
-        Ok(())
-    }
-}
-
-/// Removes scratch worktrees whose process is gone (a probe killed with SIGKILL cannot clean up
-/// after itself). Names are `<label>-<pid>-<nonce>`; only `.nightshift/scratch/` is touched.
-fn remove_stale(git: &Git, scratch: &Path) {
-    let Ok(entries) = std::fs::read_dir(scratch) else {
-        return;
-    };
-    let mut removed = false;
-    for entry in entries.flatten() {
-        let name = entry.file_name().to_string_lossy().into_owned();
-        let pid = name.split('-').nth(1).and_then(|p| p.parse::<u32>().ok());
-        let Some(pid) = pid else { continue };
-        if Path::new(&format!("/proc/{pid}")).exists() {
-            continue;
-        }
-        let tree = entry.path().join("tree");
-        let _ = git.run(&["worktree", "remove", "--force", &tree.to_string_lossy()]);
-        let _ = std::fs::remove_dir_all(entry.path());
-        removed = true;
-    }
-    if removed {
-        let _ = git.run(&["worktree", "prune"]);
+        self.inner.restore()
     }
 }
 
 impl Drop for Scratch {
+    /// The processes a run left in the tree first; the tree goes after (`inner`'s drop).
     fn drop(&mut self) {
         session::sweep(
-            &self.tree,
+            self.inner.tree(),
             Duration::from_secs(5),
             session::Reach::Holders,
             None,
         );
-        let path = self.tree.to_string_lossy().into_owned();
-        let _ = self.git.run(&["worktree", "remove", "--force", &path]);
-        let _ = std::fs::remove_dir_all(&self.dir);
-        let _ = self.git.run(&["worktree", "prune"]);
     }
 }
 

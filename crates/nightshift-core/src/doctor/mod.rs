@@ -10,14 +10,14 @@
 
 pub mod mutate;
 
-use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
 
 use schemars::JsonSchema;
 use serde::Serialize;
 
+use crate::bounded::process::Bounded;
 use crate::check::probe::{self, Dimension, Rng, Scratch};
 use crate::config::{AgentKind, Config};
 use crate::git::Git;
@@ -468,37 +468,17 @@ fn is_executable(path: &Path) -> bool {
 /// The first line `program --version` prints within 5 seconds, if it exits 0. It runs in the
 /// temp directory, so a program that ignores the flag cannot write into the repository.
 fn version_of(program: &Path) -> Option<String> {
-    let mut child = Command::new(program)
-        .arg("--version")
-        .current_dir(std::env::temp_dir())
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
+    let mut command = Command::new(program);
+    command.arg("--version").current_dir(std::env::temp_dir());
+    let done = Bounded::new(Duration::from_secs(5))
+        .stdout(4096)
+        .run(command)
         .ok()?;
-    let started = Instant::now();
-    let status = loop {
-        match child.try_wait() {
-            Ok(Some(status)) => break status,
-            Ok(None) if started.elapsed() < Duration::from_secs(5) => {
-                std::thread::sleep(Duration::from_millis(20));
-            }
-            _ => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return None;
-            }
-        }
-    };
-    let mut out = String::new();
-    child
-        .stdout
-        .take()?
-        .take(4096)
-        .read_to_string(&mut out)
-        .ok()?;
+    let out = String::from_utf8_lossy(&done.stdout);
     let line = out.lines().map(str::trim).find(|l| !l.is_empty())?;
-    status.success().then(|| line.chars().take(120).collect())
+    done.status
+        .success()
+        .then(|| line.chars().take(120).collect())
 }
 
 // ---------------------------------------------------------------------------------------------

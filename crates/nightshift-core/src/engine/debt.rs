@@ -7,6 +7,7 @@ use std::path::PathBuf;
 
 use super::review::{PromptParts, ReviewRun, review_prompt};
 use super::{Engine, EngineError, io_err};
+use crate::git::{Scratch, ScratchError};
 use crate::notify::{self, Alert, AlertKind};
 use crate::session::{Budget, Outcome};
 use crate::store::{DebtRow, EventKind};
@@ -31,10 +32,6 @@ impl Engine<'_> {
             self.halt_requested = Some(crate::halt::HaltReason::BudgetExceeded);
             return Ok(());
         }
-        let path = self
-            .ws
-            .worktrees()
-            .join(format!("debt-{}-{}", debt.item, debt.attempt));
         let run_id = self.run_id();
         let try_number = if debt.last_run.as_deref() == Some(run_id.as_str()) {
             debt.tries + 1
@@ -61,23 +58,22 @@ impl Engine<'_> {
                 .display()
                 .to_string(),
         })?;
-        let prepared = self.drop_debt_tree(&path).and_then(|()| {
-            self.git.run(&[
-                "worktree",
-                "add",
-                "--detach",
-                "--quiet",
-                &path.display().to_string(),
-                debt.commit.as_str(),
-            ])?;
-            Ok(self
+        let prepared = Scratch::add(
+            &self.git,
+            &self.ws.worktrees(),
+            &format!("debt-{}-{}", debt.item, debt.attempt),
+            &debt.commit,
+        )
+        .map_err(scratch_err)
+        .and_then(|tree| {
+            let diff = self
                 .git
-                .run(&["diff", debt.base.as_str(), debt.commit.as_str()])?)
+                .run(&["diff", debt.base.as_str(), debt.commit.as_str()])?;
+            Ok((tree, diff))
         });
-        let diff = match prepared {
-            Ok(diff) => diff,
+        let (tree, diff) = match prepared {
+            Ok(prepared) => prepared,
             Err(e) => {
-                let _ = self.drop_debt_tree(&path);
                 let why = format!(
                     "could not check out the shipped commit {} for review: {e}",
                     super::attempt::short(&debt.commit)
@@ -133,14 +129,14 @@ impl Engine<'_> {
             agent: &agent,
             item: &debt.item,
             attempt: debt.attempt,
-            cwd: path.clone(),
+            cwd: tree.tree().to_owned(),
             stem: stem.clone(),
             prompt,
             env,
             budget,
         });
         // The review-only tree goes whatever happened (the shipped commit is on the target).
-        self.drop_debt_tree(&path)?;
+        tree.remove().map_err(scratch_err)?;
         let ended = ended?;
         if ended.end.outcome == Outcome::Stopped {
             return Ok(());
@@ -218,15 +214,11 @@ impl Engine<'_> {
         }
         Ok(())
     }
+}
 
-    fn drop_debt_tree(&self, path: &std::path::Path) -> Result<(), EngineError> {
-        if path.exists() {
-            let _ = self.git.worktree_remove(path);
-            if path.exists() && self.ws.owns_worktree_path(path) {
-                std::fs::remove_dir_all(path).map_err(io_err(path))?;
-            }
-        }
-        self.git.worktree_prune()?;
-        Ok(())
+fn scratch_err(e: ScratchError) -> EngineError {
+    match e {
+        ScratchError::Git(e) => EngineError::Git(e),
+        ScratchError::Io { path, source } => io_err(&path)(source),
     }
 }

@@ -613,33 +613,19 @@ fn agent_version(binary: &str, cwd: &Path) -> String {
 
 fn ask_version(binary: &str, cwd: &Path) -> Option<String> {
     let mut cmd = std::process::Command::new(binary);
-    cmd.arg("--version")
-        .current_dir(cwd)
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null());
-    std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
-    let child = cmd.spawn().ok()?;
-    let pid = child.id() as i32;
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = tx.send(child.wait_with_output());
-    });
-    match rx.recv_timeout(VERSION_TIMEOUT) {
-        Ok(Ok(out)) if out.status.success() => String::from_utf8_lossy(&out.stdout)
-            .lines()
-            .map(str::trim)
-            .find(|l| !l.is_empty())
-            .map(str::to_owned),
-        Ok(_) => None,
-        Err(_) => {
-            let _ = nix::sys::signal::killpg(
-                nix::unistd::Pid::from_raw(pid),
-                nix::sys::signal::Signal::SIGKILL,
-            );
-            None
-        }
+    cmd.arg("--version").current_dir(cwd);
+    let done = crate::bounded::process::Bounded::new(VERSION_TIMEOUT)
+        .stdout(64 * 1024)
+        .run(cmd)
+        .ok()?;
+    if !done.status.success() {
+        return None;
     }
+    String::from_utf8_lossy(&done.stdout)
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .map(str::to_owned)
 }
 
 #[cfg(test)]

@@ -261,7 +261,7 @@ impl Engine<'_> {
                 if !att.keep_branch {
                     let _ = self.git.delete_branch(&att.branch);
                 }
-                // The prepared merge's keep-alive ref (attempt.rs, `prepare_merge`).
+                // The prepared merge's keep-alive ref (merge.rs, `prepare_merge`).
                 let _ = self.git.run(&[
                     "update-ref",
                     "-d",

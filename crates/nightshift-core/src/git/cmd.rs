@@ -1,10 +1,11 @@
 //! Running one git command, with output, status and a deadline.
 
 use std::ffi::OsStr;
-use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
+
+use crate::bounded::process::{Bounded, RunError};
 
 /// The deadline for one git call. Generous: it is a hang detector, not a performance bound.
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
@@ -215,70 +216,29 @@ impl Git {
         for (k, v) in env {
             cmd.env(k, v);
         }
-        if input.is_some() {
-            cmd.stdin(Stdio::piped());
+        // The one bounded runner: git's own process group, killed past the timeout; the
+        // answer is whole once its pipes close (by the deadline too). Input is written from a
+        // thread: git may answer before it has read everything.
+        let mut bounded = Bounded::new(self.timeout).stdout(u64::MAX).stderr(u64::MAX);
+        if let Some(input) = input {
+            bounded = bounded.input(input);
         }
-        let mut child = cmd.spawn().map_err(|source| GitError::Spawn {
-            args: display(),
-            dir: self.dir.clone(),
-            source,
-        })?;
-        // Written from a thread: git may answer before it has read everything.
-        let writer = match (input, child.stdin.take()) {
-            (Some(input), Some(mut pipe)) => {
-                let input = input.to_vec();
-                Some(std::thread::spawn(move || {
-                    let _ = std::io::Write::write_all(&mut pipe, &input);
-                }))
-            }
-            _ => None,
-        };
-        let mut out_pipe = child.stdout.take();
-        let mut err_pipe = child.stderr.take();
-        let (tx, rx) = std::sync::mpsc::channel();
-        let reader = std::thread::spawn(move || {
-            let mut err = Vec::new();
-            let err_reader = std::thread::spawn(move || {
-                if let Some(p) = err_pipe.as_mut() {
-                    let _ = p.read_to_end(&mut err);
-                }
-                err
-            });
-            let mut out = Vec::new();
-            if let Some(p) = out_pipe.as_mut() {
-                let _ = p.read_to_end(&mut out);
-            }
-            let err = err_reader.join().unwrap_or_default();
-            let _ = tx.send(());
-            (out, err)
-        });
-        // Pipes close when git (and anything it spawned) exits; wait for that or the deadline.
-        if rx.recv_timeout(self.timeout).is_err() {
-            let _ = nix::sys::signal::killpg(
-                nix::unistd::Pid::from_raw(child.id() as i32),
-                nix::sys::signal::Signal::SIGKILL,
-            );
-            let _ = child.kill();
-            let _ = child.wait();
-            return Err(GitError::Timeout {
+        let done = bounded.run(cmd).map_err(|e| match e {
+            RunError::Spawn(source) | RunError::Wait(source) => GitError::Spawn {
+                args: display(),
+                dir: self.dir.clone(),
+                source,
+            },
+            RunError::TimedOut(_) => GitError::Timeout {
                 args: display(),
                 dir: self.dir.clone(),
                 secs: self.timeout.as_secs(),
-            });
-        }
-        let status = child.wait().map_err(|source| GitError::Spawn {
-            args: display(),
-            dir: self.dir.clone(),
-            source,
+            },
         })?;
-        let (out, err) = reader.join().unwrap_or_default();
-        if let Some(writer) = writer {
-            let _ = writer.join();
-        }
         Ok(Output {
-            code: status.code().unwrap_or(-1),
-            stdout: String::from_utf8_lossy(&out).into_owned(),
-            stderr: String::from_utf8_lossy(&err).into_owned(),
+            code: done.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&done.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&done.stderr).into_owned(),
         })
     }
 

@@ -4,7 +4,9 @@
 //! had, the run goes on without, and the reason is reported.
 
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use crate::bounded::process::{Bounded, RunError};
 
 /// A held inhibitor, or why there is none.
 #[derive(Debug)]
@@ -38,7 +40,7 @@ impl Inhibitor {
         let mut probe = Command::new("systemd-inhibit");
         base(&mut probe);
         probe.arg("true");
-        if let Err(why) = probe_ok(&mut probe) {
+        if let Err(why) = probe_ok(probe) {
             return Inhibitor::Unavailable(why);
         }
         let mut cmd = Command::new("systemd-inhibit");
@@ -85,41 +87,25 @@ fn hold(how: &'static str, cmd: &mut Command) -> Inhibitor {
     }
 }
 
-/// Runs `cmd` to completion (at most 5 s); `Err` says why it is not usable.
-fn probe_ok(cmd: &mut Command) -> Result<(), String> {
+/// Runs `cmd` to completion (at most 5 s, the one bounded runner); `Err` says why it is not
+/// usable.
+fn probe_ok(cmd: Command) -> Result<(), String> {
     let program = cmd.get_program().to_string_lossy().into_owned();
-    let mut child = cmd
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|e| format!("{program}: {e}"))?;
-    let started = Instant::now();
-    loop {
-        match child.try_wait() {
-            Ok(Some(status)) if status.success() => return Ok(()),
-            Ok(Some(status)) => {
-                let mut text = String::new();
-                if let Some(mut err) = child.stderr.take() {
-                    use std::io::Read;
-                    let _ = err.read_to_string(&mut text);
-                }
-                let line = text.lines().next().unwrap_or("").trim().to_owned();
-                return Err(if line.is_empty() {
-                    format!("{program} failed ({status})")
-                } else {
-                    format!("{program}: {line}")
-                });
-            }
-            Ok(None) if started.elapsed() < Duration::from_secs(5) => {
-                std::thread::sleep(Duration::from_millis(20));
-            }
-            Ok(None) => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return Err(format!("{program} did not answer within 5 s"));
-            }
-            Err(e) => return Err(format!("{program}: {e}")),
-        }
+    let done = Bounded::new(Duration::from_secs(5))
+        .stderr(64 * 1024)
+        .run(cmd)
+        .map_err(|e| match e {
+            RunError::TimedOut(_) => format!("{program} did not answer within 5 s"),
+            RunError::Spawn(e) | RunError::Wait(e) => format!("{program}: {e}"),
+        })?;
+    if done.status.success() {
+        return Ok(());
     }
+    let text = String::from_utf8_lossy(&done.stderr);
+    let line = text.lines().next().unwrap_or("").trim().to_owned();
+    Err(if line.is_empty() {
+        format!("{program} failed ({})", done.status)
+    } else {
+        format!("{program}: {line}")
+    })
 }

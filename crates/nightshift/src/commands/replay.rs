@@ -6,11 +6,11 @@
 //! the recorded environment and timeout, and compare the output fingerprint with the receipt's
 //! final green check. `MATCH` exits 0; anything else exits 13, `objective_unverified`.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 use nightshift_core::check::{self, fingerprint};
-use nightshift_core::git::Git;
+use nightshift_core::git::{Git, Scratch};
 use nightshift_core::halt::{ExitClass, HaltReason};
 use nightshift_core::receipt::{self, CheckRecord, Receipt, VerifyError, key};
 use nightshift_core::workspace::Workspace;
@@ -208,17 +208,16 @@ fn replay_check(
         .strftime("%Y%m%dT%H%M%SZ")
         .to_string();
     let name = format!("replay-{stamp}-{}", std::process::id());
-    let path = ws.worktrees().join(&name);
-    std::fs::create_dir_all(ws.worktrees()).map_err(|e| {
-        CommandError::new(
-            ExitClass::Workspace,
-            format!("create {}: {e}", ws.worktrees().display()),
-        )
-    })?;
     // Ctrl-C or SIGTERM ends the check (its process group, verified) and comes back here, so
     // the temporary worktree is still removed.
     nightshift_core::stop::install();
-    let tree = TempWorktree::add(git, &path, commit)?;
+    let tree = Scratch::add(git, &ws.worktrees(), &name, commit).map_err(|e| {
+        CommandError::new(
+            ExitClass::Workspace,
+            format!("check out {} for the replay: {}", short(commit), chain(&e)),
+        )
+    })?;
+    let path = tree.tree().to_owned();
     let observed_tree = tree
         .git()
         .run(&["rev-parse", "HEAD^{tree}"])
@@ -238,7 +237,7 @@ fn replay_check(
         .map(PathBuf::from)
         .filter(|p| ws.root().join(p).exists())
         .collect();
-    nightshift_core::git::seed_worktree(ws.root(), &path, &seeds).map_err(|why| {
+    tree.seed(ws.root(), &seeds).map_err(|why| {
         CommandError::new(
             ExitClass::Workspace,
             format!("seed the replay worktree: {why}"),
@@ -290,44 +289,6 @@ fn replay_check(
         fingerprint: Some(print),
         log: Some(log),
     })
-}
-
-/// A detached worktree that is removed when dropped, on every path out.
-struct TempWorktree<'g> {
-    git: &'g Git,
-    path: PathBuf,
-}
-
-impl<'g> TempWorktree<'g> {
-    fn add(git: &'g Git, path: &Path, commit: &str) -> Result<TempWorktree<'g>, CommandError> {
-        let shown = path.display().to_string();
-        let made = TempWorktree {
-            git,
-            path: path.to_owned(),
-        };
-        git.run(&["worktree", "add", "--quiet", "--detach", &shown, commit])
-            .map_err(|e| {
-                CommandError::new(
-                    ExitClass::Workspace,
-                    format!("check out {} for the replay: {}", short(commit), chain(&e)),
-                )
-            })?;
-        Ok(made)
-    }
-
-    fn git(&self) -> Git {
-        self.git.at(&self.path)
-    }
-}
-
-impl Drop for TempWorktree<'_> {
-    fn drop(&mut self) {
-        let _ = self.git.worktree_remove(&self.path);
-        if self.path.exists() {
-            let _ = std::fs::remove_dir_all(&self.path);
-        }
-        let _ = self.git.worktree_prune();
-    }
 }
 
 /// Reports a verdict that does not hold: the lines (or JSON), then exit 13.

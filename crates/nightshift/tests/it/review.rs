@@ -554,6 +554,38 @@ fn accept_killed_after_moving_the_target_records_it_once_on_the_next_accept() {
     repo.assert_clean_end();
 }
 
+/// The same refusal as the run's (integrate.rs, `a_stuck_target_ref_halts_resumable_…`): one
+/// integrator tells a ref stuck at the tip from a lost race, for `accept` as for the engine.
+#[test]
+fn accept_with_a_stuck_target_ref_names_gits_reason_moves_nothing_and_ships_once_it_is_cleared() {
+    let repo = Repo::new(&project());
+    escalated_item(&repo);
+    // The user works on another branch, so main moves by compare-and-swap; a stale lock blocks it.
+    repo.git(&["checkout", "-q", "-b", "elsewhere"]);
+    let before = repo.git(&["rev-parse", "main"]);
+    let lock = repo.root.join(".git/refs/heads/main.lock");
+    std::fs::write(&lock, "").unwrap();
+
+    let out = repo.run(&["accept", "a"]);
+    assert_eq!(out.status.code(), Some(30), "{}", text(&out));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("main.lock") && stderr.contains("stale `.lock`"),
+        "{}",
+        text(&out)
+    );
+    assert!(!stderr.contains("moved meanwhile"), "{}", text(&out));
+    assert_eq!(repo.git(&["rev-parse", "main"]), before, "nothing moved");
+    assert_eq!(repo.item_state("a"), "escalated");
+
+    std::fs::remove_file(&lock).unwrap();
+    let out = repo.run(&["accept", "a"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert_eq!(repo.shipped_items(), ["a"]);
+    repo.git(&["checkout", "-q", "main"]);
+    repo.assert_clean_end();
+}
+
 #[test]
 fn accept_refuses_while_a_run_holds_the_lock_and_on_an_item_that_is_not_escalated() {
     let repo = Repo::new(&project());
