@@ -8,7 +8,7 @@
 //! orphans (a `setsid` grandchild included) is re-parented to it, not to the engine, and when
 //! the target ends (or the engine dies) it kills its whole subtree and waits it out, bounded,
 //! before it exits. So a session's leftovers end with its helper, and no sweep of the engine
-//! needs to reach into a sibling session (decision reap-1).
+//! needs to reach into a sibling session (decision 100).
 
 use std::ffi::{CString, OsString};
 use std::io::Write;

@@ -6,7 +6,7 @@
 //! Several sessions may run at once (`[run] max_parallel`), so a sweep after one of them must
 //! not reach a sibling: [`Reach::Session`] leaves alone every process this one [`spare`]s (a
 //! live session's top process and the alert deliverer), their descendants, and every process
-//! holding a live sibling's worktree ([`spare_worktree`]). Decision reap-1 (docs/decisions.md).
+//! holding a live sibling's worktree ([`spare_worktree`]). Decision 100 (docs/decisions.md).
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -100,7 +100,7 @@ pub enum Reach {
     /// uses). Only for a process with no session of its own running; the engine uses
     /// [`Reach::Session`].
     HoldersAndOrphans,
-    /// One session's leftovers while sibling sessions may be running (decision reap-1):
+    /// One session's leftovers while sibling sessions may be running (decision 100):
     /// processes holding the directory, and orphans re-parented to this process (children
     /// outside its process session, or in a group that is neither its own nor theirs: nothing
     /// this process starts itself looks like that). Never a [`spare`]d process or a descendant
