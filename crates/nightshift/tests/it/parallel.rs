@@ -373,3 +373,55 @@ fn two_parallel_sessions_each_worth_60_percent_stop_together_at_the_run_budget()
         text(&out)
     );
 }
+
+#[test]
+fn nightshift_shipping_one_item_is_not_taken_for_a_running_siblings_tampering() {
+    let repo = Repo::new(&project());
+    let root = repo.root.display().to_string();
+    // `a` holds until `b` runs; `b` holds until `a` has shipped (the target moved, `a`'s refs written and its clone
+    // removed, the user's checkout brought along), then solves: what nightshift did meanwhile
+    // is not `b`'s doing.
+    let agent = shell_agent(
+        &repo,
+        &format!(
+            "if [ \"$NIGHTSHIFT_ITEM\" = a ]; then\n\
+             \x20 i=0; while [ ! -e {marker} ]; do i=$((i+1)); [ $i -gt 1200 ] && exit 0; sleep 0.05; done\n\
+             fi\n\
+             if [ \"$NIGHTSHIFT_ITEM\" = b ]; then\n\
+             \x20 : > {marker}\n\
+             \x20 i=0; while ! git -C {root} log --format=%B main 2>/dev/null | grep -q 'Nightshift-Item: a'; do i=$((i+1)); [ $i -gt 1200 ] && exit 0; sleep 0.05; done\n\
+             fi\n\
+             mkdir -p done; echo ok > done/$NIGHTSHIFT_ITEM\n",
+            marker = repo.agent_dir.join("b-running").display(),
+        ),
+    );
+    repo.configure(&parallel_plan(
+        &repo,
+        &agent,
+        2,
+        &[("a", &["a/**"]), ("b", &["b/**"])],
+        1,
+    ));
+    let out = repo.run(&["run"]);
+    assert_eq!(out.status.code(), Some(10), "{}", text(&out));
+    assert_eq!(repo.shipped_items(), ["a", "b"]);
+    let events = repo.store().events_after(0, 100_000).unwrap();
+    assert!(
+        !events
+            .iter()
+            .any(|e| e.kind.name() == "control_plane_tampered"),
+        "no tampering reported\n{}",
+        text(&out)
+    );
+    // `a` integrated while `b`'s session ran.
+    let seq_of =
+        |pred: &dyn Fn(&EventKind) -> bool| events.iter().find(|e| pred(&e.kind)).map(|e| e.seq);
+    let a_integrated =
+        seq_of(&|k| matches!(k, EventKind::Integrated { item, .. } if item == "a")).unwrap();
+    let b_ended =
+        seq_of(&|k| matches!(k, EventKind::SessionEnded { item, .. } if item == "b")).unwrap();
+    let b_started =
+        seq_of(&|k| matches!(k, EventKind::SessionStarted { item, .. } if item == "b")).unwrap();
+    assert!(b_started < a_integrated && a_integrated < b_ended);
+    repo.assert_clean_end();
+}
