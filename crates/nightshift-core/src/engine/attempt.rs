@@ -106,7 +106,7 @@ impl Engine<'_> {
                     HaltReason::MetricIntegrityViolation,
                     "metric_integrity_violation: a guard failed".into(),
                 ));
-                self.alert(
+                self.alerts().alert(
                     notify::AlertKind::Integrity,
                     format!("{}: {reason}", att.item),
                     Some(&att.item),
@@ -119,7 +119,7 @@ impl Engine<'_> {
                 let why = self
                     .last_untrusted(att)?
                     .unwrap_or_else(|| "the check contradicted itself".into());
-                self.alert(
+                self.alerts().alert(
                     notify::AlertKind::Integrity,
                     format!("check_not_deterministic: {why}"),
                     Some(&att.item),
@@ -436,7 +436,7 @@ impl Engine<'_> {
             Some(self.started_boot),
         );
         if !swept.survivors.is_empty() {
-            self.alert(
+            self.alerts().alert(
                 notify::AlertKind::Integrity,
                 format!(
                     "{}: processes {:?} survived SIGKILL in {}",
@@ -693,7 +693,7 @@ impl Engine<'_> {
             }
             // Nothing to wait for: the iteration runs again at once, in a fresh CLI session.
             Outcome::EnvFault if end.fault.as_deref() == Some(crate::agent::RESUME_UNAVAILABLE) => {
-                self.pause_cleared();
+                self.alerts().pause_cleared();
             }
             Outcome::EnvFault => {
                 let fault = end.fault.clone().unwrap_or_else(|| "transient".into());
@@ -709,7 +709,7 @@ impl Engine<'_> {
                 };
                 self.pause(why, now + backoff.ceil() as i64, &att.item)?;
             }
-            _ => self.pause_cleared(),
+            _ => self.alerts().pause_cleared(),
         }
         Ok(())
     }
@@ -731,7 +731,7 @@ impl Engine<'_> {
         } else {
             reason.split(" — ").next().unwrap_or(&reason).to_owned()
         };
-        self.alert_pause(&key, &reason, &until_text, item);
+        self.alerts().pause(&key, &reason, &until_text, item);
         self.record(EventKind::RunPaused { reason, until })?;
         Ok(())
     }

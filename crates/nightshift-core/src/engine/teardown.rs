@@ -316,7 +316,7 @@ impl Engine<'_> {
                 "processes {survivors:?} survived SIGKILL in the worktree, and moving it aside failed: {e}"
             ),
         };
-        self.alert(
+        self.alerts().alert(
             crate::notify::AlertKind::Integrity,
             format!("{}: {error}", att.item),
             Some(&att.item),

@@ -224,7 +224,7 @@ impl Engine<'_> {
             log.display(),
             host_log.display()
         );
-        self.alert(
+        self.alerts().alert(
             crate::notify::AlertKind::Integrity,
             format!("{}: {why}", att.item),
             Some(&att.item),
