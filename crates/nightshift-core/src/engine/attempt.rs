@@ -101,7 +101,7 @@ impl Engine<'_> {
             // The session changed what lies outside its checkout (engine/tamper.rs).
             Phase::Tampered => self.end_tampered(att),
             Phase::Violated => {
-                let guards = self.last_guards(att)?;
+                let guards = self.judge().last_guards(att)?;
                 let (halt, reason) = super::verdict::violation(&guards).unwrap_or((
                     HaltReason::MetricIntegrityViolation,
                     "metric_integrity_violation: a guard failed".into(),
@@ -117,6 +117,7 @@ impl Engine<'_> {
             // (the item is not to blame and goes round again in the next run).
             Phase::Untrusted => {
                 let why = self
+                    .judge()
                     .last_untrusted(att)?
                     .unwrap_or_else(|| "the check contradicted itself".into());
                 self.alerts().alert(
@@ -132,7 +133,7 @@ impl Engine<'_> {
                 )
             }
             Phase::Red if att.conflict_repairs == 0
-                && let Some((halt, why)) = self.no_convergence(item, att)? =>
+                && let Some((halt, why)) = self.judge().no_convergence(item, att)? =>
             {
                 self.fail_halting(att, format!("{halt}: {why}"), halt)
             }
@@ -255,7 +256,7 @@ impl Engine<'_> {
             None
         };
         let max_iterations = self.run()?.max_iterations;
-        let check_command = self.check_command(item);
+        let check_command = self.judge().check_command(item);
         let conflict =
             if att.conflict_repairs > 0 && self.checkout(&att.worktree).merge_in_progress()? {
                 let onto = att.onto.clone().unwrap_or_default();
@@ -842,7 +843,7 @@ impl Engine<'_> {
             "{}-a{}-i{}.{suffix}.log",
             att.item, att.attempt, att.iteration
         )));
-        let command = self.check_command(item);
+        let command = self.judge().check_command(item);
         let env = self.item_env(att, att.iteration);
         self.record(EventKind::CheckStarted {
             item: att.item.clone(),
@@ -856,12 +857,12 @@ impl Engine<'_> {
         // `protect_tests`: the oracle runs with the test files as the base has them, so an
         // agent's edits to tests cannot make it green; the agent's versions come back after.
         let protected = match stage {
-            CheckStage::Work => self.protected_paths(att)?,
+            CheckStage::Work => self.judge().protected_paths(att)?,
             CheckStage::Merged => Vec::new(),
         };
         let wt = self.checkout(&worktree);
         wt.restore_paths(&super::verdict::guard_base(att), &protected)?;
-        self.clear_results_file(&worktree);
+        self.judge().clear_results_file(&worktree);
         let result = check::run(
             &command,
             worktree.clone(),
@@ -875,9 +876,12 @@ impl Engine<'_> {
             // An operator stop is not a verdict: the check runs again when the run resumes.
             return Ok(());
         }
-        let results = self.read_results(&worktree, &log);
+        let results = self.judge().read_results(&worktree, &log);
         let mut guards = match stage {
-            CheckStage::Work => self.evaluate_guards(item, att, results.as_ref(), result.green)?,
+            CheckStage::Work => {
+                self.judge()
+                    .evaluate_guards(item, att, results.as_ref(), result.green)?
+            }
             CheckStage::Merged => Vec::new(),
         };
         // A gate in `log` mode turns its guards' failures into warnings (never `blocked_paths`,
@@ -899,11 +903,14 @@ impl Engine<'_> {
         // next attempt's base, whose results the guards then compare against.
         let tree = match stage {
             CheckStage::Work if protected.is_empty() => Some(match &att.candidate {
-                Some(candidate) => self.tree_of(candidate)?,
+                Some(candidate) => self.judge().tree_of(candidate)?,
                 None => wt.tree_of("HEAD")?,
             }),
             CheckStage::Work => None,
-            CheckStage::Merged => Some(self.tree_of(att.merged.as_deref().unwrap_or_default())?),
+            CheckStage::Merged => Some(
+                self.judge()
+                    .tree_of(att.merged.as_deref().unwrap_or_default())?,
+            ),
         };
         let mut untrusted = match tree.as_deref() {
             Some(t) => self.judge_determinism(item, t, result.green, results.as_ref()),
@@ -916,7 +923,8 @@ impl Engine<'_> {
             untrusted = None;
         }
         if let Some(tree) = &tree {
-            self.cache_baseline(item, tree, result.green, results.as_ref());
+            self.judge()
+                .cache_baseline(item, tree, result.green, results.as_ref());
         }
         self.record(EventKind::CheckEnded {
             item: att.item.clone(),
@@ -1079,17 +1087,6 @@ impl Engine<'_> {
                 what: format!("the target branch `{target}` no longer exists"),
                 help: Some("restore the branch; `nightshift run` then resumes".into()),
             })
-    }
-
-    /// The item's check as the run journaled it (issue 12): its `run_started` plan entry, else
-    /// the pinned `[check] command`; never the store's mutable `items.check_command`.
-    pub(super) fn check_command(&self, item: &ItemRow) -> String {
-        self.item_checks
-            .get(&item.id)
-            .cloned()
-            .flatten()
-            .or_else(|| self.config.check.command.clone())
-            .unwrap_or_else(|| "false".into())
     }
 
     pub(super) fn item_env(&self, att: &AttemptRow, iteration: u32) -> Vec<(String, String)> {

@@ -122,12 +122,7 @@ struct Receipts<'a> {
 }
 
 impl Receipts<'_> {
-    fn write(
-        &self,
-        run_id: &str,
-        att: &AttemptRow,
-        path: &Path,
-    ) -> Result<(), ReceiptError> {
+    fn write(&self, run_id: &str, att: &AttemptRow, path: &Path) -> Result<(), ReceiptError> {
         let receipt = self.build(run_id, att)?;
         let signing = key::load_or_create(&key::key_path()?)?;
         key::write_public(&self.ws.dir(), &signing.verifying_key())?;

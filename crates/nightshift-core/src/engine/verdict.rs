@@ -28,6 +28,217 @@ struct Baseline {
 }
 
 impl Engine<'_> {
+    /// The judge over this engine's parts.
+    pub(super) fn judge(&self) -> Judge<'_> {
+        Judge {
+            ws: &self.ws,
+            git: &self.git,
+            store: &self.store,
+            config: &self.config,
+            common_dir: &self.common_dir,
+            run_id: self.run.as_ref().map_or("", |r| r.id.as_str()),
+            item_checks: &self.item_checks,
+            trees: &self.trees,
+        }
+    }
+
+    /// Before the first session of an attempt (its worktree is still the base): make sure the
+    /// base's results are known, running the check once when no earlier check saw this tree.
+    /// Where checks get no network, a red base is run once more with the host network: green
+    /// there refuses the run (`check_not_hermetic`) before any session, whatever the format.
+    /// Returns whether it ran (a step of its own: the scheduler looks at stops, pauses and the
+    /// deadline before the first session starts).
+    pub(super) fn ensure_baseline(
+        &mut self,
+        item: &ItemRow,
+        att: &AttemptRow,
+    ) -> Result<bool, EngineError> {
+        // `exit-code` keeps no results, but the base's verdict is what tells a check that needs
+        // the network from an ordinary red base (decision 93).
+        let exit_code = self.config.check.format == FormatChoice::ExitCode;
+        if (exit_code && !self.probe_hermetic) || att.iteration > 0 {
+            return Ok(false);
+        }
+        let tree = self.judge().tree_of(&att.base)?;
+        // A cached verdict was judged hermetic (a refusal caches nothing, so the next run
+        // asks again) or was green.
+        if self.judge().cached(item, &tree).is_some() {
+            return Ok(false);
+        }
+        // Once per attempt, even when the cache cannot be written.
+        let done = self.store.attempt_events(
+            &self.run_id(),
+            &att.item,
+            att.attempt,
+            Some("baseline_checked"),
+        )?;
+        if !done.is_empty() {
+            return Ok(false);
+        }
+        let logs = self.ws.logs(&self.run_id());
+        std::fs::create_dir_all(&logs).map_err(io_err(&logs))?;
+        let name = format!("{}-a{}.baseline-check", att.item, att.attempt);
+        let log = super::attempt::unused_log(&logs.join(format!("{name}.log")));
+        let (run, results) = self.base_check(item, att, &log)?;
+        if run.end.outcome == crate::session::Outcome::Stopped {
+            // Not a verdict: the baseline runs again when the run resumes.
+            return Ok(true);
+        }
+        if !run.green && self.probe_hermetic {
+            use crate::sandbox::{Network, policy};
+            let host_log = super::attempt::unused_log(&logs.join(format!("{name}.host.log")));
+            let (host, _) = crate::sandbox::with_check_network(Network::Host, || {
+                self.base_check(item, att, &host_log)
+            })?;
+            if host.end.outcome == crate::session::Outcome::Stopped {
+                return Ok(true);
+            }
+            if policy::hermetic(Network::None, run.green, || host.green)
+                == policy::Hermetic::NotHermetic
+            {
+                self.refuse_not_hermetic(item, att, &tree, &log, &host_log)?;
+                return Ok(true);
+            }
+        }
+        self.judge()
+            .cache_baseline(item, &tree, run.green, results.as_ref());
+        self.record(EventKind::BaselineChecked {
+            item: att.item.clone(),
+            attempt: att.attempt,
+            tree,
+            results: results.as_ref().map(CheckSummary::of),
+            log: log.display().to_string(),
+        })?;
+        Ok(true)
+    }
+
+    /// One run of the item's check on the attempt's base tree, logging to `log`, which leaves
+    /// the tree as the base has it.
+    fn base_check(
+        &self,
+        item: &ItemRow,
+        att: &AttemptRow,
+        log: &Path,
+    ) -> Result<(crate::check::CheckRun, Option<Results>), EngineError> {
+        let worktree = PathBuf::from(&att.worktree);
+        self.judge().clear_results_file(&worktree);
+        let run = crate::check::run(
+            &self.judge().check_command(item),
+            worktree.clone(),
+            self.item_env(att, 0),
+            self.config.check.timeout,
+            log.to_path_buf(),
+        )?;
+        // Nothing the check started may outlive it and write into the agent's tree.
+        crate::session::sweep(
+            &worktree,
+            self.config.session.kill_grace,
+            crate::session::Reach::Session,
+            Some(self.started_boot),
+        );
+        // The agent starts from the base's tree, not from what its check wrote: untracked
+        // litter and edits to tracked files go (ignored files, such as build caches, stay).
+        let results = self.judge().read_results(&worktree, log);
+        self.judge().clear_results_file(&worktree);
+        self.checkout(&worktree).discard_changes()?;
+        Ok((run, results))
+    }
+
+    /// The base check is red in the check's network namespace and green with the host's
+    /// network: no verdict of it means anything offline, so the run halts before any session
+    /// (the item is not to blame; it goes round again in the next run).
+    fn refuse_not_hermetic(
+        &mut self,
+        item: &ItemRow,
+        att: &AttemptRow,
+        tree: &str,
+        log: &Path,
+        host_log: &Path,
+    ) -> Result<(), EngineError> {
+        use crate::sandbox::policy::{NOT_HERMETIC, NOT_HERMETIC_HELP};
+        let why = format!(
+            "{}: {NOT_HERMETIC} (`{}` on the base tree {}: red without a network, log {}; green with the host network, log {}); {NOT_HERMETIC_HELP}",
+            HaltReason::CheckNotHermetic,
+            self.judge().check_command(item),
+            super::attempt::short(tree),
+            log.display(),
+            host_log.display()
+        );
+        self.alerts().alert(
+            crate::notify::AlertKind::Integrity,
+            format!("{}: {why}", att.item),
+            Some(&att.item),
+        );
+        self.halt_requested = Some(HaltReason::CheckNotHermetic);
+        self.fail_halting(att, why, HaltReason::CheckNotHermetic)
+    }
+
+    /// Feeds this check of `tree` to the sequential Wilson monitor (seeded with the first
+    /// verdict ever recorded for the tree) and says why the oracle is untrusted, when the
+    /// lower bound on its flake rate is above the target (1% at 95%).
+    pub(super) fn judge_determinism(
+        &mut self,
+        item: &ItemRow,
+        tree: &str,
+        green: bool,
+        results: Option<&Results>,
+    ) -> Option<String> {
+        let key = format!("{tree} {}", self.judge().check_command(item));
+        let verdict = |green: bool, results: Option<&Results>| {
+            let failing: Vec<String> = results
+                .map(|r| r.failing_stable().into_set().into_iter().collect())
+                .unwrap_or_default();
+            format!("{green} {}", failing.join(" "))
+        };
+        if self.determinism_seeded.insert(key.clone())
+            && let Some(first) = self.judge().cached(item, tree)
+            && first.run.as_deref() == Some(self.run_id().as_str())
+            && let Some(was) = first.green
+        {
+            self.determinism
+                .observe(&key, &verdict(was, first.results.as_ref()));
+        }
+        let stability = self.determinism.observe(&key, &verdict(green, results));
+        // The bound is over every repeated check of the run; it is this check, contradicting
+        // the first verdict on its own tree, that is reported (never an unrelated tree).
+        if !stability.untrusted {
+            return None;
+        }
+        let what = self
+            .judge()
+            .contradicts_earlier(item, tree, green, results)?;
+        Some(format!(
+            "{what}: {} of {} repeated checks disagreed, flake rate at least {} with 95% confidence (target: below 1%)",
+            stability.disagreements,
+            stability.trials,
+            crate::check::stats::percent_up(stability.flake_rate_lower)
+        ))
+    }
+}
+
+/// Reads what a check's verdict is judged by: the journal, git, the baseline cache, the pinned
+/// config (borrowed from the engine for one use; it never journals).
+pub(super) struct Judge<'a> {
+    ws: &'a crate::workspace::Workspace,
+    git: &'a crate::git::Git,
+    store: &'a crate::store::Store,
+    /// The pinned control plane.
+    config: &'a crate::config::Config,
+    common_dir: &'a Path,
+    /// The open run's id (empty before a run is open).
+    run_id: &'a str,
+    /// Each item's check as `run_started` journaled it.
+    item_checks: &'a std::collections::HashMap<String, Option<String>>,
+    /// Commit → tree ids already looked up.
+    trees: &'a std::cell::RefCell<std::collections::HashMap<String, String>>,
+}
+
+impl Judge<'_> {
+    /// nightshift's git in an attempt's checkout (as `Engine::checkout`).
+    fn checkout(&self, path: impl AsRef<Path>) -> crate::git::Git {
+        self.git
+            .checkout_at(self.common_dir, path.as_ref().to_path_buf())
+    }
     /// The tree of a commit id (remembered: a commit's tree never changes).
     pub(super) fn tree_of(&self, commit: &str) -> Result<String, EngineError> {
         if let Some(tree) = self.trees.borrow().get(commit) {
@@ -94,183 +305,13 @@ impl Engine<'_> {
         let body = serde_json::to_vec(&Baseline {
             green: Some(green),
             results: results.cloned(),
-            run: Some(self.run_id()),
+            run: Some(self.run_id.to_owned()),
         });
         if let Ok(body) = body
             && std::fs::write(&tmp, body).is_ok()
         {
             let _ = std::fs::rename(&tmp, &path);
         }
-    }
-
-    /// Before the first session of an attempt (its worktree is still the base): make sure the
-    /// base's results are known, running the check once when no earlier check saw this tree.
-    /// Where checks get no network, a red base is run once more with the host network: green
-    /// there refuses the run (`check_not_hermetic`) before any session, whatever the format.
-    /// Returns whether it ran (a step of its own: the scheduler looks at stops, pauses and the
-    /// deadline before the first session starts).
-    pub(super) fn ensure_baseline(
-        &mut self,
-        item: &ItemRow,
-        att: &AttemptRow,
-    ) -> Result<bool, EngineError> {
-        // `exit-code` keeps no results, but the base's verdict is what tells a check that needs
-        // the network from an ordinary red base (decision 93).
-        let exit_code = self.config.check.format == FormatChoice::ExitCode;
-        if (exit_code && !self.probe_hermetic) || att.iteration > 0 {
-            return Ok(false);
-        }
-        let tree = self.tree_of(&att.base)?;
-        // A cached verdict was judged hermetic (a refusal caches nothing, so the next run
-        // asks again) or was green.
-        if self.cached(item, &tree).is_some() {
-            return Ok(false);
-        }
-        // Once per attempt, even when the cache cannot be written.
-        let done = self.store.attempt_events(
-            &self.run_id(),
-            &att.item,
-            att.attempt,
-            Some("baseline_checked"),
-        )?;
-        if !done.is_empty() {
-            return Ok(false);
-        }
-        let logs = self.ws.logs(&self.run_id());
-        std::fs::create_dir_all(&logs).map_err(io_err(&logs))?;
-        let name = format!("{}-a{}.baseline-check", att.item, att.attempt);
-        let log = super::attempt::unused_log(&logs.join(format!("{name}.log")));
-        let (run, results) = self.base_check(item, att, &log)?;
-        if run.end.outcome == crate::session::Outcome::Stopped {
-            // Not a verdict: the baseline runs again when the run resumes.
-            return Ok(true);
-        }
-        if !run.green && self.probe_hermetic {
-            use crate::sandbox::{Network, policy};
-            let host_log = super::attempt::unused_log(&logs.join(format!("{name}.host.log")));
-            let (host, _) = crate::sandbox::with_check_network(Network::Host, || {
-                self.base_check(item, att, &host_log)
-            })?;
-            if host.end.outcome == crate::session::Outcome::Stopped {
-                return Ok(true);
-            }
-            if policy::hermetic(Network::None, run.green, || host.green)
-                == policy::Hermetic::NotHermetic
-            {
-                self.refuse_not_hermetic(item, att, &tree, &log, &host_log)?;
-                return Ok(true);
-            }
-        }
-        self.cache_baseline(item, &tree, run.green, results.as_ref());
-        self.record(EventKind::BaselineChecked {
-            item: att.item.clone(),
-            attempt: att.attempt,
-            tree,
-            results: results.as_ref().map(CheckSummary::of),
-            log: log.display().to_string(),
-        })?;
-        Ok(true)
-    }
-
-    /// One run of the item's check on the attempt's base tree, logging to `log`, which leaves
-    /// the tree as the base has it.
-    fn base_check(
-        &self,
-        item: &ItemRow,
-        att: &AttemptRow,
-        log: &Path,
-    ) -> Result<(crate::check::CheckRun, Option<Results>), EngineError> {
-        let worktree = PathBuf::from(&att.worktree);
-        self.clear_results_file(&worktree);
-        let run = crate::check::run(
-            &self.check_command(item),
-            worktree.clone(),
-            self.item_env(att, 0),
-            self.config.check.timeout,
-            log.to_path_buf(),
-        )?;
-        // Nothing the check started may outlive it and write into the agent's tree.
-        crate::session::sweep(
-            &worktree,
-            self.config.session.kill_grace,
-            crate::session::Reach::Session,
-            Some(self.started_boot),
-        );
-        // The agent starts from the base's tree, not from what its check wrote: untracked
-        // litter and edits to tracked files go (ignored files, such as build caches, stay).
-        let results = self.read_results(&worktree, log);
-        self.clear_results_file(&worktree);
-        self.checkout(&worktree).discard_changes()?;
-        Ok((run, results))
-    }
-
-    /// The base check is red in the check's network namespace and green with the host's
-    /// network: no verdict of it means anything offline, so the run halts before any session
-    /// (the item is not to blame; it goes round again in the next run).
-    fn refuse_not_hermetic(
-        &mut self,
-        item: &ItemRow,
-        att: &AttemptRow,
-        tree: &str,
-        log: &Path,
-        host_log: &Path,
-    ) -> Result<(), EngineError> {
-        use crate::sandbox::policy::{NOT_HERMETIC, NOT_HERMETIC_HELP};
-        let why = format!(
-            "{}: {NOT_HERMETIC} (`{}` on the base tree {}: red without a network, log {}; green with the host network, log {}); {NOT_HERMETIC_HELP}",
-            HaltReason::CheckNotHermetic,
-            self.check_command(item),
-            super::attempt::short(tree),
-            log.display(),
-            host_log.display()
-        );
-        self.alerts().alert(
-            crate::notify::AlertKind::Integrity,
-            format!("{}: {why}", att.item),
-            Some(&att.item),
-        );
-        self.halt_requested = Some(HaltReason::CheckNotHermetic);
-        self.fail_halting(att, why, HaltReason::CheckNotHermetic)
-    }
-
-    /// Feeds this check of `tree` to the sequential Wilson monitor (seeded with the first
-    /// verdict ever recorded for the tree) and says why the oracle is untrusted, when the
-    /// lower bound on its flake rate is above the target (1% at 95%).
-    pub(super) fn judge_determinism(
-        &mut self,
-        item: &ItemRow,
-        tree: &str,
-        green: bool,
-        results: Option<&Results>,
-    ) -> Option<String> {
-        let key = format!("{tree} {}", self.check_command(item));
-        let verdict = |green: bool, results: Option<&Results>| {
-            let failing: Vec<String> = results
-                .map(|r| r.failing_stable().into_set().into_iter().collect())
-                .unwrap_or_default();
-            format!("{green} {}", failing.join(" "))
-        };
-        if self.determinism_seeded.insert(key.clone())
-            && let Some(first) = self.cached(item, tree)
-            && first.run.as_deref() == Some(self.run_id().as_str())
-            && let Some(was) = first.green
-        {
-            self.determinism
-                .observe(&key, &verdict(was, first.results.as_ref()));
-        }
-        let stability = self.determinism.observe(&key, &verdict(green, results));
-        // The bound is over every repeated check of the run; it is this check, contradicting
-        // the first verdict on its own tree, that is reported (never an unrelated tree).
-        if !stability.untrusted {
-            return None;
-        }
-        let what = self.contradicts_earlier(item, tree, green, results)?;
-        Some(format!(
-            "{what}: {} of {} repeated checks disagreed, flake rate at least {} with 95% confidence (target: below 1%)",
-            stability.disagreements,
-            stability.trials,
-            crate::check::stats::percent_up(stability.flake_rate_lower)
-        ))
     }
 
     /// Whether this check of `tree` contradicts an earlier one of the same tree (another
@@ -284,7 +325,7 @@ impl Engine<'_> {
     ) -> Option<String> {
         let earlier = self
             .cached(item, tree)
-            .filter(|b| b.run.as_deref() == Some(self.run_id().as_str()))?;
+            .filter(|b| b.run.as_deref() == Some(self.run_id))?;
         let short = super::attempt::short(tree);
         if let Some(was) = earlier.green
             && was != green
@@ -396,12 +437,9 @@ impl Engine<'_> {
 
     /// The guard verdicts of this attempt's latest work check.
     pub(super) fn last_guards(&self, att: &AttemptRow) -> Result<Vec<Verdict>, EngineError> {
-        let events = self.store.attempt_events(
-            &self.run_id(),
-            &att.item,
-            att.attempt,
-            Some("check_ended"),
-        )?;
+        let events =
+            self.store
+                .attempt_events(self.run_id, &att.item, att.attempt, Some("check_ended"))?;
         Ok(events
             .into_iter()
             .rev()
@@ -418,12 +456,9 @@ impl Engine<'_> {
 
     /// Why this attempt's latest check was untrusted.
     pub(super) fn last_untrusted(&self, att: &AttemptRow) -> Result<Option<String>, EngineError> {
-        let events = self.store.attempt_events(
-            &self.run_id(),
-            &att.item,
-            att.attempt,
-            Some("check_ended"),
-        )?;
+        let events =
+            self.store
+                .attempt_events(self.run_id, &att.item, att.attempt, Some("check_ended"))?;
         Ok(events.into_iter().rev().find_map(|e| match e.kind {
             EventKind::CheckEnded { untrusted, .. } => untrusted,
             _ => None,
@@ -439,12 +474,9 @@ impl Engine<'_> {
             .cached_baseline(item, &tree)
             .flatten()
             .map(|r| r.failing_stable());
-        let events = self.store.attempt_events(
-            &self.run_id(),
-            &att.item,
-            att.attempt,
-            Some("check_ended"),
-        )?;
+        let events =
+            self.store
+                .attempt_events(self.run_id, &att.item, att.attempt, Some("check_ended"))?;
         let checks = events.into_iter().filter_map(|e| match e.kind {
             EventKind::CheckEnded {
                 stage: CheckStage::Work,
@@ -454,6 +486,17 @@ impl Engine<'_> {
             _ => None,
         });
         Ok((base, checks.collect()))
+    }
+
+    /// The item's check as the run journaled it (issue 12): its `run_started` plan entry, else
+    /// the pinned `[check] command`; never the store's mutable `items.check_command`.
+    pub(super) fn check_command(&self, item: &ItemRow) -> String {
+        self.item_checks
+            .get(&item.id)
+            .cloned()
+            .flatten()
+            .or_else(|| self.config.check.command.clone())
+            .unwrap_or_else(|| "false".into())
     }
 }
 
