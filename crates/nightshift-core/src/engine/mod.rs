@@ -210,8 +210,8 @@ pub fn run(opts: RunOptions, observe: &mut dyn FnMut(&Event)) -> Result<RunSumma
     };
     // Before anything looks at a worktree: nothing a killed engine left running may still be
     // writing in one, and no lock a killed git left may block it.
-    engine.sweep_strays();
-    engine.clear_stale_git_locks();
+    engine.housekeeping().sweep_strays();
+    engine.housekeeping().clear_stale_git_locks();
     engine.verify_store()?;
     let resumed = engine.open_run(&opts.plan, opts.fresh)?;
     let run_id = engine.run()?.id.clone();

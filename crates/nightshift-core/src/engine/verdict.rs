@@ -239,6 +239,7 @@ impl Judge<'_> {
         self.git
             .checkout_at(self.common_dir, path.as_ref().to_path_buf())
     }
+
     /// The tree of a commit id (remembered: a commit's tree never changes).
     pub(super) fn tree_of(&self, commit: &str) -> Result<String, EngineError> {
         if let Some(tree) = self.trees.borrow().get(commit) {
