@@ -48,7 +48,11 @@ impl Engine<'_> {
         let number = self
             .store
             .max_attempt_number(&item.id)?
-            .max(self.highest_attempt_in_git(&item.id)?)
+            .max(highest_attempt_in_git(
+                &self.git,
+                &self.common_dir,
+                &item.id,
+            )?)
             + 1;
         let run = self.run()?;
         let target_ref = format!("refs/heads/{}", run.target);
@@ -995,7 +999,7 @@ impl Engine<'_> {
                 ),
             );
         }
-        wt.stage_and_commit(&self.commit_message(item, att))?;
+        wt.stage_and_commit(&commit_message(&self.run_id(), item, att))?;
         // A gitlink the agent committed itself (`git add sub && git commit`).
         let links = wt.new_gitlinks(&att.base, "HEAD")?;
         if !links.is_empty() {
@@ -1037,48 +1041,6 @@ impl Engine<'_> {
         Ok(())
     }
 
-    /// The highest attempt number git still has a ref or branch for. Read from the files
-    /// (loose refs and `packed-refs`), which costs no process; a reftable repository asks git.
-    fn highest_attempt_in_git(&self, item: &str) -> Result<u32, EngineError> {
-        let preserve = format!("refs/nightshift/preserve/{item}/");
-        let branches = format!("refs/heads/nightshift/{item}/");
-        let number = |name: &str| name.rsplit('/').next()?.parse::<u32>().ok();
-        if self.common_dir.join("reftable").exists() {
-            return Ok(self
-                .git
-                .refs_under(&[&preserve, &branches])?
-                .iter()
-                .filter_map(|r| number(r))
-                .max()
-                .unwrap_or(0));
-        }
-        let mut highest = 0;
-        for prefix in [&preserve, &branches] {
-            if let Ok(entries) = std::fs::read_dir(self.common_dir.join(prefix)) {
-                for entry in entries.flatten() {
-                    if let Some(n) = entry
-                        .file_name()
-                        .to_str()
-                        .and_then(|n| n.parse::<u32>().ok())
-                    {
-                        highest = highest.max(n);
-                    }
-                }
-            }
-        }
-        if let Ok(packed) = std::fs::read_to_string(self.common_dir.join("packed-refs")) {
-            for line in packed.lines() {
-                let Some((_, name)) = line.split_once(' ') else {
-                    continue;
-                };
-                if name.starts_with(&preserve) || name.starts_with(&branches) {
-                    highest = highest.max(number(name).unwrap_or(0));
-                }
-            }
-        }
-        Ok(highest)
-    }
-
     fn target_tip(&self) -> Result<String, EngineError> {
         let target = &self.run()?.target;
         self.git
@@ -1098,29 +1060,74 @@ impl Engine<'_> {
         ));
         env
     }
+}
 
-    fn commit_message(&self, item: &ItemRow, att: &AttemptRow) -> String {
-        let first = item
-            .prompt
-            .lines()
-            .find(|l| !l.trim().is_empty())
-            .unwrap_or("")
-            .trim();
-        let summary: String = first.chars().take(64).collect();
-        let ellipsis = if first.chars().count() > 64 {
-            "…"
-        } else {
-            ""
-        };
-        format!(
-            "{}: {summary}{ellipsis}\n\n{}\n\nNightshift-Run: {}\nNightshift-Item: {}\nNightshift-Attempt: {}\n",
-            item.id,
-            item.prompt.trim(),
-            self.run_id(),
-            item.id,
-            att.attempt
-        )
+/// The highest attempt number git still has a ref or branch for. Read from the files
+/// (loose refs and `packed-refs`), which costs no process; a reftable repository asks git.
+fn highest_attempt_in_git(
+    git: &crate::git::Git,
+    common_dir: &Path,
+    item: &str,
+) -> Result<u32, EngineError> {
+    let preserve = format!("refs/nightshift/preserve/{item}/");
+    let branches = format!("refs/heads/nightshift/{item}/");
+    let number = |name: &str| name.rsplit('/').next()?.parse::<u32>().ok();
+    if common_dir.join("reftable").exists() {
+        return Ok(git
+            .refs_under(&[&preserve, &branches])?
+            .iter()
+            .filter_map(|r| number(r))
+            .max()
+            .unwrap_or(0));
     }
+    let mut highest = 0;
+    for prefix in [&preserve, &branches] {
+        if let Ok(entries) = std::fs::read_dir(common_dir.join(prefix)) {
+            for entry in entries.flatten() {
+                if let Some(n) = entry
+                    .file_name()
+                    .to_str()
+                    .and_then(|n| n.parse::<u32>().ok())
+                {
+                    highest = highest.max(n);
+                }
+            }
+        }
+    }
+    if let Ok(packed) = std::fs::read_to_string(common_dir.join("packed-refs")) {
+        for line in packed.lines() {
+            let Some((_, name)) = line.split_once(' ') else {
+                continue;
+            };
+            if name.starts_with(&preserve) || name.starts_with(&branches) {
+                highest = highest.max(number(name).unwrap_or(0));
+            }
+        }
+    }
+    Ok(highest)
+}
+
+pub(super) fn commit_message(run_id: &str, item: &ItemRow, att: &AttemptRow) -> String {
+    let first = item
+        .prompt
+        .lines()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("")
+        .trim();
+    let summary: String = first.chars().take(64).collect();
+    let ellipsis = if first.chars().count() > 64 {
+        "…"
+    } else {
+        ""
+    };
+    format!(
+        "{}: {summary}{ellipsis}\n\n{}\n\nNightshift-Run: {}\nNightshift-Item: {}\nNightshift-Attempt: {}\n",
+        item.id,
+        item.prompt.trim(),
+        run_id,
+        item.id,
+        att.attempt
+    )
 }
 
 /// The ref that keeps an attempt's prepared merge commit alive until it lands.

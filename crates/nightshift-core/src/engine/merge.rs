@@ -43,7 +43,7 @@ impl Engine<'_> {
     ) -> Result<(), EngineError> {
         let candidate = att.candidate.clone().unwrap_or_default();
         let tip = self.target_tip()?;
-        let message = self.commit_message(item, att);
+        let message = crate::engine::attempt::commit_message(&self.run_id(), item, att);
         let strategy = self.config.integrate.strategy;
         let (commit, tree) = match self
             .integrator()

@@ -1,5 +1,9 @@
 //! Preserve before destroy, and teardown that is housekeeping: a failure here is a warning
 //! event, reconciled at the next start, never a crashed run.
+//!
+//! Owns: the ends of an attempt (fail, park, verdict, stop, abandon, reconcile), which journal,
+//! on the engine; [`Housekeeping`], the git and file side (the preserving snapshot, worktree
+//! removal to the pool or the disk, stale git locks, stray processes), which never journals.
 
 use std::path::{Path, PathBuf};
 

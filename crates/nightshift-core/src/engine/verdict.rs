@@ -1,6 +1,11 @@
 //! Judging a check beyond its exit code: its output read as test results, the base's results
 //! the guards compare against (cached per tree), the guards, `protect_tests`, and progress
 //! across iterations (DESIGN.md §7; issue 5).
+//!
+//! Owns: [`Judge`], the read-only side (trees of commits, the baseline cache, results files,
+//! guard evaluation, `protect_tests` paths, the failing-set trajectory, the latest verdicts in
+//! the journal, each item's journaled check), over narrow borrows of the engine; the engine
+//! keeps the steps that run the base check, feed the determinism monitor and journal.
 
 use std::path::{Path, PathBuf};
 
