@@ -445,7 +445,7 @@ impl Housekeeping<'_> {
                 // Made in the clone's object store: fetched into the user's, as the ref.
                 checkout.set_ref(KEPT_IN_CLONE, &commit)?;
                 self.git
-                    .fetch_from_clone(&self.common_dir, &path, KEPT_IN_CLONE, ref_name)?;
+                    .fetch_from_clone(self.common_dir, &path, KEPT_IN_CLONE, ref_name)?;
             }
             commit
         } else if let Some(tip) = branch_tip {
@@ -460,7 +460,7 @@ impl Housekeeping<'_> {
     /// and prune. Git may drop its admin entry even when deleting the files fails (seed 003),
     /// so the fallback never depends on git still knowing the worktree.
     fn remove_worktree(&self, path: &Path) -> Result<(), String> {
-        if crate::git::is_clone(&self.common_dir, path) && self.ws.owns_worktree_path(path) {
+        if crate::git::is_clone(self.common_dir, path) && self.ws.owns_worktree_path(path) {
             // A clone is only files: nothing of it is in the user's repository, and its work
             // is preserved (above). It goes to the pool for the next attempt, which resets it
             // wholly before use (git/pool.rs); past the pool's bound it is deleted.

@@ -268,7 +268,7 @@ impl Judge<'_> {
 
     /// Reads a finished check's results: the configured results file, else the whole log.
     pub(super) fn read_results(&self, worktree: &Path, log: &Path) -> Option<Results> {
-        read_results(&self.config, worktree, log)
+        read_results(self.config, worktree, log)
     }
 
     /// Removes a stale results file before a check run, so an old report is never read.
@@ -280,7 +280,7 @@ impl Judge<'_> {
 
     /// Where the baseline of `tree` under this item's check is cached.
     fn baseline_path(&self, item: &ItemRow, tree: &str) -> PathBuf {
-        baseline_path(&self.ws, &self.config, &self.check_command(item), tree)
+        baseline_path(self.ws, self.config, &self.check_command(item), tree)
     }
 
     fn cached(&self, item: &ItemRow, tree: &str) -> Option<Baseline> {
@@ -395,7 +395,7 @@ impl Judge<'_> {
         let base = self.cached_baseline(item, &tree).flatten();
         Ok(evaluate(
             &self.checkout(&att.worktree),
-            &self.config,
+            self.config,
             &from,
             "HEAD",
             base.as_ref(),
