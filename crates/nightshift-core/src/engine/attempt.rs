@@ -48,7 +48,11 @@ impl Engine<'_> {
         let number = self
             .store
             .max_attempt_number(&item.id)?
-            .max(self.highest_attempt_in_git(&item.id)?)
+            .max(highest_attempt_in_git(
+                &self.git,
+                &self.common_dir,
+                &item.id,
+            )?)
             + 1;
         let run = self.run()?;
         let target_ref = format!("refs/heads/{}", run.target);
@@ -101,12 +105,12 @@ impl Engine<'_> {
             // The session changed what lies outside its checkout (engine/tamper.rs).
             Phase::Tampered => self.end_tampered(att),
             Phase::Violated => {
-                let guards = self.last_guards(att)?;
+                let guards = self.judge().last_guards(att)?;
                 let (halt, reason) = super::verdict::violation(&guards).unwrap_or((
                     HaltReason::MetricIntegrityViolation,
                     "metric_integrity_violation: a guard failed".into(),
                 ));
-                self.alert(
+                self.alerts().alert(
                     notify::AlertKind::Integrity,
                     format!("{}: {reason}", att.item),
                     Some(&att.item),
@@ -117,9 +121,10 @@ impl Engine<'_> {
             // (the item is not to blame and goes round again in the next run).
             Phase::Untrusted => {
                 let why = self
+                    .judge()
                     .last_untrusted(att)?
                     .unwrap_or_else(|| "the check contradicted itself".into());
-                self.alert(
+                self.alerts().alert(
                     notify::AlertKind::Integrity,
                     format!("check_not_deterministic: {why}"),
                     Some(&att.item),
@@ -132,7 +137,7 @@ impl Engine<'_> {
                 )
             }
             Phase::Red if att.conflict_repairs == 0
-                && let Some((halt, why)) = self.no_convergence(item, att)? =>
+                && let Some((halt, why)) = self.judge().no_convergence(item, att)? =>
             {
                 self.fail_halting(att, format!("{halt}: {why}"), halt)
             }
@@ -255,7 +260,7 @@ impl Engine<'_> {
             None
         };
         let max_iterations = self.run()?.max_iterations;
-        let check_command = self.check_command(item);
+        let check_command = self.judge().check_command(item);
         let conflict =
             if att.conflict_repairs > 0 && self.checkout(&att.worktree).merge_in_progress()? {
                 let onto = att.onto.clone().unwrap_or_default();
@@ -436,7 +441,7 @@ impl Engine<'_> {
             Some(self.started_boot),
         );
         if !swept.survivors.is_empty() {
-            self.alert(
+            self.alerts().alert(
                 notify::AlertKind::Integrity,
                 format!(
                     "{}: processes {:?} survived SIGKILL in {}",
@@ -693,7 +698,7 @@ impl Engine<'_> {
             }
             // Nothing to wait for: the iteration runs again at once, in a fresh CLI session.
             Outcome::EnvFault if end.fault.as_deref() == Some(crate::agent::RESUME_UNAVAILABLE) => {
-                self.pause_cleared();
+                self.alerts().pause_cleared();
             }
             Outcome::EnvFault => {
                 let fault = end.fault.clone().unwrap_or_else(|| "transient".into());
@@ -709,7 +714,7 @@ impl Engine<'_> {
                 };
                 self.pause(why, now + backoff.ceil() as i64, &att.item)?;
             }
-            _ => self.pause_cleared(),
+            _ => self.alerts().pause_cleared(),
         }
         Ok(())
     }
@@ -731,7 +736,7 @@ impl Engine<'_> {
         } else {
             reason.split(" — ").next().unwrap_or(&reason).to_owned()
         };
-        self.alert_pause(&key, &reason, &until_text, item);
+        self.alerts().pause(&key, &reason, &until_text, item);
         self.record(EventKind::RunPaused { reason, until })?;
         Ok(())
     }
@@ -842,7 +847,7 @@ impl Engine<'_> {
             "{}-a{}-i{}.{suffix}.log",
             att.item, att.attempt, att.iteration
         )));
-        let command = self.check_command(item);
+        let command = self.judge().check_command(item);
         let env = self.item_env(att, att.iteration);
         self.record(EventKind::CheckStarted {
             item: att.item.clone(),
@@ -856,12 +861,12 @@ impl Engine<'_> {
         // `protect_tests`: the oracle runs with the test files as the base has them, so an
         // agent's edits to tests cannot make it green; the agent's versions come back after.
         let protected = match stage {
-            CheckStage::Work => self.protected_paths(att)?,
+            CheckStage::Work => self.judge().protected_paths(att)?,
             CheckStage::Merged => Vec::new(),
         };
         let wt = self.checkout(&worktree);
         wt.restore_paths(&super::verdict::guard_base(att), &protected)?;
-        self.clear_results_file(&worktree);
+        self.judge().clear_results_file(&worktree);
         let result = check::run(
             &command,
             worktree.clone(),
@@ -875,9 +880,12 @@ impl Engine<'_> {
             // An operator stop is not a verdict: the check runs again when the run resumes.
             return Ok(());
         }
-        let results = self.read_results(&worktree, &log);
+        let results = self.judge().read_results(&worktree, &log);
         let mut guards = match stage {
-            CheckStage::Work => self.evaluate_guards(item, att, results.as_ref(), result.green)?,
+            CheckStage::Work => {
+                self.judge()
+                    .evaluate_guards(item, att, results.as_ref(), result.green)?
+            }
             CheckStage::Merged => Vec::new(),
         };
         // A gate in `log` mode turns its guards' failures into warnings (never `blocked_paths`,
@@ -899,11 +907,14 @@ impl Engine<'_> {
         // next attempt's base, whose results the guards then compare against.
         let tree = match stage {
             CheckStage::Work if protected.is_empty() => Some(match &att.candidate {
-                Some(candidate) => self.tree_of(candidate)?,
+                Some(candidate) => self.judge().tree_of(candidate)?,
                 None => wt.tree_of("HEAD")?,
             }),
             CheckStage::Work => None,
-            CheckStage::Merged => Some(self.tree_of(att.merged.as_deref().unwrap_or_default())?),
+            CheckStage::Merged => Some(
+                self.judge()
+                    .tree_of(att.merged.as_deref().unwrap_or_default())?,
+            ),
         };
         let mut untrusted = match tree.as_deref() {
             Some(t) => self.judge_determinism(item, t, result.green, results.as_ref()),
@@ -916,7 +927,8 @@ impl Engine<'_> {
             untrusted = None;
         }
         if let Some(tree) = &tree {
-            self.cache_baseline(item, tree, result.green, results.as_ref());
+            self.judge()
+                .cache_baseline(item, tree, result.green, results.as_ref());
         }
         self.record(EventKind::CheckEnded {
             item: att.item.clone(),
@@ -987,7 +999,7 @@ impl Engine<'_> {
                 ),
             );
         }
-        wt.stage_and_commit(&self.commit_message(item, att))?;
+        wt.stage_and_commit(&commit_message(&self.run_id(), item, att))?;
         // A gitlink the agent committed itself (`git add sub && git commit`).
         let links = wt.new_gitlinks(&att.base, "HEAD")?;
         if !links.is_empty() {
@@ -1029,48 +1041,6 @@ impl Engine<'_> {
         Ok(())
     }
 
-    /// The highest attempt number git still has a ref or branch for. Read from the files
-    /// (loose refs and `packed-refs`), which costs no process; a reftable repository asks git.
-    fn highest_attempt_in_git(&self, item: &str) -> Result<u32, EngineError> {
-        let preserve = format!("refs/nightshift/preserve/{item}/");
-        let branches = format!("refs/heads/nightshift/{item}/");
-        let number = |name: &str| name.rsplit('/').next()?.parse::<u32>().ok();
-        if self.common_dir.join("reftable").exists() {
-            return Ok(self
-                .git
-                .refs_under(&[&preserve, &branches])?
-                .iter()
-                .filter_map(|r| number(r))
-                .max()
-                .unwrap_or(0));
-        }
-        let mut highest = 0;
-        for prefix in [&preserve, &branches] {
-            if let Ok(entries) = std::fs::read_dir(self.common_dir.join(prefix)) {
-                for entry in entries.flatten() {
-                    if let Some(n) = entry
-                        .file_name()
-                        .to_str()
-                        .and_then(|n| n.parse::<u32>().ok())
-                    {
-                        highest = highest.max(n);
-                    }
-                }
-            }
-        }
-        if let Ok(packed) = std::fs::read_to_string(self.common_dir.join("packed-refs")) {
-            for line in packed.lines() {
-                let Some((_, name)) = line.split_once(' ') else {
-                    continue;
-                };
-                if name.starts_with(&preserve) || name.starts_with(&branches) {
-                    highest = highest.max(number(name).unwrap_or(0));
-                }
-            }
-        }
-        Ok(highest)
-    }
-
     fn target_tip(&self) -> Result<String, EngineError> {
         let target = &self.run()?.target;
         self.git
@@ -1079,17 +1049,6 @@ impl Engine<'_> {
                 what: format!("the target branch `{target}` no longer exists"),
                 help: Some("restore the branch; `nightshift run` then resumes".into()),
             })
-    }
-
-    /// The item's check as the run journaled it (issue 12): its `run_started` plan entry, else
-    /// the pinned `[check] command`; never the store's mutable `items.check_command`.
-    pub(super) fn check_command(&self, item: &ItemRow) -> String {
-        self.item_checks
-            .get(&item.id)
-            .cloned()
-            .flatten()
-            .or_else(|| self.config.check.command.clone())
-            .unwrap_or_else(|| "false".into())
     }
 
     pub(super) fn item_env(&self, att: &AttemptRow, iteration: u32) -> Vec<(String, String)> {
@@ -1101,29 +1060,74 @@ impl Engine<'_> {
         ));
         env
     }
+}
 
-    fn commit_message(&self, item: &ItemRow, att: &AttemptRow) -> String {
-        let first = item
-            .prompt
-            .lines()
-            .find(|l| !l.trim().is_empty())
-            .unwrap_or("")
-            .trim();
-        let summary: String = first.chars().take(64).collect();
-        let ellipsis = if first.chars().count() > 64 {
-            "…"
-        } else {
-            ""
-        };
-        format!(
-            "{}: {summary}{ellipsis}\n\n{}\n\nNightshift-Run: {}\nNightshift-Item: {}\nNightshift-Attempt: {}\n",
-            item.id,
-            item.prompt.trim(),
-            self.run_id(),
-            item.id,
-            att.attempt
-        )
+/// The highest attempt number git still has a ref or branch for. Read from the files
+/// (loose refs and `packed-refs`), which costs no process; a reftable repository asks git.
+fn highest_attempt_in_git(
+    git: &crate::git::Git,
+    common_dir: &Path,
+    item: &str,
+) -> Result<u32, EngineError> {
+    let preserve = format!("refs/nightshift/preserve/{item}/");
+    let branches = format!("refs/heads/nightshift/{item}/");
+    let number = |name: &str| name.rsplit('/').next()?.parse::<u32>().ok();
+    if common_dir.join("reftable").exists() {
+        return Ok(git
+            .refs_under(&[&preserve, &branches])?
+            .iter()
+            .filter_map(|r| number(r))
+            .max()
+            .unwrap_or(0));
     }
+    let mut highest = 0;
+    for prefix in [&preserve, &branches] {
+        if let Ok(entries) = std::fs::read_dir(common_dir.join(prefix)) {
+            for entry in entries.flatten() {
+                if let Some(n) = entry
+                    .file_name()
+                    .to_str()
+                    .and_then(|n| n.parse::<u32>().ok())
+                {
+                    highest = highest.max(n);
+                }
+            }
+        }
+    }
+    if let Ok(packed) = std::fs::read_to_string(common_dir.join("packed-refs")) {
+        for line in packed.lines() {
+            let Some((_, name)) = line.split_once(' ') else {
+                continue;
+            };
+            if name.starts_with(&preserve) || name.starts_with(&branches) {
+                highest = highest.max(number(name).unwrap_or(0));
+            }
+        }
+    }
+    Ok(highest)
+}
+
+pub(super) fn commit_message(run_id: &str, item: &ItemRow, att: &AttemptRow) -> String {
+    let first = item
+        .prompt
+        .lines()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("")
+        .trim();
+    let summary: String = first.chars().take(64).collect();
+    let ellipsis = if first.chars().count() > 64 {
+        "…"
+    } else {
+        ""
+    };
+    format!(
+        "{}: {summary}{ellipsis}\n\n{}\n\nNightshift-Run: {}\nNightshift-Item: {}\nNightshift-Attempt: {}\n",
+        item.id,
+        item.prompt.trim(),
+        run_id,
+        item.id,
+        att.attempt
+    )
 }
 
 /// The ref that keeps an attempt's prepared merge commit alive until it lands.

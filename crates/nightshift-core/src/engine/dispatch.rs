@@ -338,7 +338,7 @@ impl Engine<'_> {
             // Each turn reads the items it acts on, not the whole plan (issue 14: a step that
             // read every item made a night's cost quadratic in its length).
             let (all, shipped) = self.store.count_items(&run_id, ItemState::Shipped)?;
-            self.alert_no_ship(shipped, all - shipped);
+            self.alerts().no_ship(shipped, all - shipped);
             let running =
                 self.store
                     .items_in(&run_id, ItemState::Running, self.dispatch.max_parallel + 1)?;

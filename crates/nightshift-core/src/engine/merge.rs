@@ -43,7 +43,7 @@ impl Engine<'_> {
     ) -> Result<(), EngineError> {
         let candidate = att.candidate.clone().unwrap_or_default();
         let tip = self.target_tip()?;
-        let message = self.commit_message(item, att);
+        let message = crate::engine::attempt::commit_message(&self.run_id(), item, att);
         let strategy = self.config.integrate.strategy;
         let (commit, tree) = match self
             .integrator()
@@ -78,10 +78,10 @@ impl Engine<'_> {
             .set_ref(&merge_ref(&att.item, att.attempt), &commit)?;
         // The next attempt's base is this commit: its tree is known already.
         if tip == att.base {
-            let tree = self.tree_of(&candidate)?;
-            self.know_tree(&commit, &tree);
+            let tree = self.judge().tree_of(&candidate)?;
+            self.judge().know_tree(&commit, &tree);
         } else if let Some(tree) = tree {
-            self.know_tree(&commit, &tree);
+            self.judge().know_tree(&commit, &tree);
         }
         self.record(EventKind::MergePrepared {
             item: att.item.clone(),

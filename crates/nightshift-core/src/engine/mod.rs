@@ -195,7 +195,7 @@ pub fn run(opts: RunOptions, observe: &mut dyn FnMut(&Event)) -> Result<RunSumma
         last_alert: None,
         loop_mode: opts.loop_mode,
         deadline: None,
-        alerts: AlertState::default(),
+        alerts: alerts::AlertState::default(),
         determinism: crate::check::stats::SequentialWilson::new(
             crate::check::probe::DEFAULT_MAX_FLAKE_RATE,
             crate::check::probe::DEFAULT_CONFIDENCE,
@@ -210,8 +210,8 @@ pub fn run(opts: RunOptions, observe: &mut dyn FnMut(&Event)) -> Result<RunSumma
     };
     // Before anything looks at a worktree: nothing a killed engine left running may still be
     // writing in one, and no lock a killed git left may block it.
-    engine.sweep_strays();
-    engine.clear_stale_git_locks();
+    engine.housekeeping().sweep_strays();
+    engine.housekeeping().clear_stale_git_locks();
     engine.verify_store()?;
     let resumed = engine.open_run(&opts.plan, opts.fresh)?;
     let run_id = engine.run()?.id.clone();
@@ -230,12 +230,12 @@ pub fn run(opts: RunOptions, observe: &mut dyn FnMut(&Event)) -> Result<RunSumma
     let halt = match engine.drive() {
         Ok(halt) => halt,
         Err(e) => {
-            engine.alert_stopped(&e);
+            engine.alerts().stopped(&e);
             return Err(e);
         }
     };
     let items = engine.store.items(&run_id)?;
-    engine.alert_run_finished(&run_id, halt, &items);
+    engine.alerts().run_finished(&run_id, halt, &items);
     drop(lock);
     Ok(RunSummary {
         run_id,
@@ -268,7 +268,7 @@ struct Engine<'o> {
     /// `--until` (epoch seconds): no new session or attempt after it.
     deadline: Option<i64>,
     /// What has been alerted already (issue 6), so a retrying condition alerts once.
-    alerts: AlertState,
+    alerts: alerts::AlertState,
     /// Every repeated check of one tree is a sample of the oracle's stability (issue 5): the
     /// sequential Wilson bound on its flake rate, per `tree command`.
     determinism: crate::check::stats::SequentialWilson,
@@ -291,17 +291,6 @@ struct Engine<'o> {
     probe_hermetic: bool,
     /// The live sessions and their channel (engine/dispatch.rs).
     dispatch: dispatch::Dispatch,
-}
-
-/// Alerts that must not repeat while their condition lasts.
-#[derive(Default)]
-struct AlertState {
-    /// The key of the last pause alerted (`rate_limited`, `env_fault: auth: item`, …).
-    pause: Option<String>,
-    /// Shipped items counted at `since` (wall seconds): the no-ship clock restarts on a ship.
-    shipped: Option<(usize, i64)>,
-    /// The no-ship alert for the current window was raised.
-    no_ship_raised: bool,
 }
 
 /// Journaling from inside a running session (borrows the engine's parts, not the engine).

@@ -4,6 +4,13 @@
 //! Writing a receipt is housekeeping: a failure is a `teardown_failed` warning and an
 //! ATTENTION line, never a crashed run. It is idempotent (an existing receipt is kept), so the
 //! teardown reconciliation at the next start writes a receipt a crash left unwritten.
+//!
+//! Owns: [`Receipts`], building and signing a receipt over narrow borrows (the store's
+//! journal, git objects, the workspace, the config, the clock); the engine keeps only the hook
+//! that journals a failure. Not from the journal alone: a command or timeout a pre-issue-12
+//! journal did not record falls back to the journaled plan and the pinned config, the agent
+//! tuple and the seeded files are read from the pinned config and the working tree (not git
+//! objects), and the agent's version is asked of its binary.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -68,7 +75,15 @@ impl Engine<'_> {
         if path.exists() {
             return;
         }
-        let Err(err) = self.write_receipt(run_id, att, &path) else {
+        let receipts = Receipts {
+            store: &self.store,
+            git: &self.git,
+            ws: &self.ws,
+            config: &self.config,
+            item_checks: &self.item_checks,
+            clock: self.clock.as_ref(),
+        };
+        let Err(err) = receipts.write(run_id, att, &path) else {
             return;
         };
         let mut error = format!("write the receipt {}: {err}", path.display());
@@ -92,14 +107,23 @@ impl Engine<'_> {
             (self.observe)(&event);
         }
     }
+}
 
-    fn write_receipt(
-        &mut self,
-        run_id: &str,
-        att: &AttemptRow,
-        path: &Path,
-    ) -> Result<(), ReceiptError> {
-        let receipt = self.build_receipt(run_id, att)?;
+/// Builds and writes one attempt's receipt from the engine's parts it reads.
+struct Receipts<'a> {
+    store: &'a crate::store::Store,
+    git: &'a crate::git::Git,
+    ws: &'a crate::workspace::Workspace,
+    /// The pinned control plane.
+    config: &'a crate::config::Config,
+    /// Each item's check as `run_started` journaled it.
+    item_checks: &'a HashMap<String, Option<String>>,
+    clock: &'a dyn crate::clock::Clock,
+}
+
+impl Receipts<'_> {
+    fn write(&self, run_id: &str, att: &AttemptRow, path: &Path) -> Result<(), ReceiptError> {
+        let receipt = self.build(run_id, att)?;
         let signing = key::load_or_create(&key::key_path()?)?;
         key::write_public(&self.ws.dir(), &signing.verifying_key())?;
         let text = receipt::sign(&receipt, &signing)?;
@@ -116,7 +140,7 @@ impl Engine<'_> {
             .map_err(io)
     }
 
-    fn build_receipt(&self, run_id: &str, att: &AttemptRow) -> Result<Receipt, ReceiptError> {
+    fn build(&self, run_id: &str, att: &AttemptRow) -> Result<Receipt, ReceiptError> {
         let events = self
             .store
             .attempt_events(run_id, &att.item, att.attempt, None)?;

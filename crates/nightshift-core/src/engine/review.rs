@@ -184,7 +184,7 @@ impl Engine<'_> {
             diff: &diff,
             check: &format!(
                 "`{}` passed (exit 0) on this commit",
-                self.check_command(item)
+                self.judge().check_command(item)
             ),
             check_output: &check_tail,
             debt: false,

@@ -92,7 +92,7 @@ impl Engine<'_> {
             "control_plane_tampered: the agent's session changed what lies outside its checkout: {}",
             named.join("; ")
         );
-        self.alert(
+        self.alerts().alert(
             notify::AlertKind::Integrity,
             format!("{}: {reason}", att.item),
             Some(&att.item),

@@ -1,5 +1,9 @@
 //! Preserve before destroy, and teardown that is housekeeping: a failure here is a warning
 //! event, reconciled at the next start, never a crashed run.
+//!
+//! Owns: the ends of an attempt (fail, park, verdict, stop, abandon, reconcile), which journal,
+//! on the engine; [`Housekeeping`], the git and file side (the preserving snapshot, worktree
+//! removal to the pool or the disk, stale git locks, stray processes), which never journals.
 
 use std::path::{Path, PathBuf};
 
@@ -11,6 +15,16 @@ use crate::store::{AttemptRow, EventKind, ItemState, Phase};
 const KEPT_IN_CLONE: &str = "refs/nightshift/kept";
 
 impl Engine<'_> {
+    /// The housekeeping over this engine's parts.
+    pub(super) fn housekeeping(&self) -> Housekeeping<'_> {
+        Housekeeping {
+            ws: &self.ws,
+            git: &self.git,
+            common_dir: &self.common_dir,
+            clock: self.clock.as_ref(),
+        }
+    }
+
     /// Ends an attempt without shipping: preserve its work, record the verdict, tear down.
     pub(super) fn fail(&mut self, att: &AttemptRow, reason: String) -> Result<(), EngineError> {
         self.end_attempt(att, reason, false, false, None, None, Vec::new())
@@ -151,40 +165,7 @@ impl Engine<'_> {
         att: &AttemptRow,
         ref_name: String,
     ) -> Result<String, EngineError> {
-        let path = PathBuf::from(&att.worktree);
-        // A shipped attempt's work is all in its candidate commit (committed before the check
-        // that let it through); anything else gets a snapshot of the whole tree.
-        let shipped = att.phase == Phase::Integrated;
-        let branch_tip = if shipped {
-            None
-        } else {
-            self.git.resolve(&format!("refs/heads/{}", att.branch))?
-        };
-        let commit = if let (true, Some(candidate)) = (shipped, &att.candidate) {
-            candidate.clone()
-        } else if path.join(".git").exists() {
-            let message = format!(
-                "nightshift: preserved attempt {} of {}\n\nNightshift-Run: {run_id}\n",
-                att.attempt, att.item
-            );
-            let scratch = self
-                .ws
-                .dir()
-                .join(format!("snapshot-{}-{}.index", att.item, att.attempt));
-            let checkout = self.checkout(&path);
-            let commit = checkout.snapshot(&message, branch_tip.as_deref(), &scratch)?;
-            if checkout.pristine().is_some() {
-                // Made in the clone's object store: fetched into the user's, as the ref.
-                checkout.set_ref(KEPT_IN_CLONE, &commit)?;
-                self.git
-                    .fetch_from_clone(&self.common_dir, &path, KEPT_IN_CLONE, &ref_name)?;
-            }
-            commit
-        } else if let Some(tip) = branch_tip {
-            tip
-        } else {
-            att.candidate.clone().unwrap_or_else(|| att.base.clone())
-        };
+        let commit = self.housekeeping().snapshot(run_id, att, &ref_name)?;
         self.git.set_ref(&ref_name, &commit)?;
         self.store_preserved(run_id, att, &ref_name, &commit)?;
         Ok(ref_name)
@@ -256,7 +237,7 @@ impl Engine<'_> {
         if !swept.survivors.is_empty() {
             return self.quarantine(run_id, &att, &path, &swept.survivors);
         }
-        match self.remove_worktree(&path) {
+        match self.housekeeping().remove_worktree(&path) {
             Ok(()) => {
                 if !att.keep_branch {
                     let _ = self.git.delete_branch(&att.branch);
@@ -316,7 +297,7 @@ impl Engine<'_> {
                 "processes {survivors:?} survived SIGKILL in the worktree, and moving it aside failed: {e}"
             ),
         };
-        self.alert(
+        self.alerts().alert(
             crate::notify::AlertKind::Integrity,
             format!("{}: {error}", att.item),
             Some(&att.item),
@@ -339,51 +320,6 @@ impl Engine<'_> {
             )?;
         }
         Ok(())
-    }
-
-    /// remove → forced remove → (only inside `.nightshift/worktrees/`) delete the directory
-    /// and prune. Git may drop its admin entry even when deleting the files fails (seed 003),
-    /// so the fallback never depends on git still knowing the worktree.
-    fn remove_worktree(&self, path: &Path) -> Result<(), String> {
-        if crate::git::is_clone(&self.common_dir, path) && self.ws.owns_worktree_path(path) {
-            // A clone is only files: nothing of it is in the user's repository, and its work
-            // is preserved (above). It goes to the pool for the next attempt, which resets it
-            // wholly before use (git/pool.rs); past the pool's bound it is deleted.
-            let pool = crate::git::ClonePool::new(self.ws.pool());
-            let name = path
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default();
-            let unique = format!(
-                "{:020}-{}-{name}",
-                self.clock.wall().as_nanosecond(),
-                std::process::id()
-            );
-            if pool.put(path, &unique) {
-                return Ok(());
-            }
-            pool.drop_held(path);
-            return std::fs::remove_dir_all(path)
-                .map_err(|e| format!("remove the attempt's clone {}: {e}", path.display()));
-        }
-        let git_result = self.git.worktree_remove(path);
-        if git_result.is_ok() && !path.exists() {
-            return Ok(());
-        }
-        if path.exists() {
-            if !self.ws.owns_worktree_path(path) {
-                return Err(format!(
-                    "remove worktree {}: {}; it is outside .nightshift/worktrees, so it is left alone",
-                    path.display(),
-                    git_result.err().map(|e| e.to_string()).unwrap_or_default()
-                ));
-            }
-            std::fs::remove_dir_all(path)
-                .map_err(|e| format!("remove worktree directory {}: {e}", path.display()))?;
-            // The admin entry may be locked; prune alone would keep it forever.
-            let _ = self.git.worktree_remove(path);
-        }
-        self.git.worktree_prune().map_err(|e| e.to_string())
     }
 
     /// At start: finish the housekeeping a crash interrupted, for attempts of any run that
@@ -456,6 +392,113 @@ impl Engine<'_> {
             }
         }
         Ok(())
+    }
+}
+
+/// The git and file side of teardown: snapshots, worktree removal, stale locks and strays
+/// (borrowed from the engine for one use; it never journals).
+pub(super) struct Housekeeping<'a> {
+    ws: &'a crate::workspace::Workspace,
+    git: &'a crate::git::Git,
+    common_dir: &'a Path,
+    clock: &'a dyn crate::clock::Clock,
+}
+
+impl Housekeeping<'_> {
+    /// nightshift's git in an attempt's checkout (as `Engine::checkout`).
+    fn checkout(&self, path: impl AsRef<Path>) -> crate::git::Git {
+        self.git
+            .checkout_at(self.common_dir, path.as_ref().to_path_buf())
+    }
+
+    /// The commit that keeps the attempt's work: its candidate once shipped, else a snapshot
+    /// of its whole tree (fetched from a clone as `ref_name`), else its branch tip or base.
+    fn snapshot(
+        &self,
+        run_id: &str,
+        att: &AttemptRow,
+        ref_name: &str,
+    ) -> Result<String, EngineError> {
+        let path = PathBuf::from(&att.worktree);
+        // A shipped attempt's work is all in its candidate commit (committed before the check
+        // that let it through); anything else gets a snapshot of the whole tree.
+        let shipped = att.phase == Phase::Integrated;
+        let branch_tip = if shipped {
+            None
+        } else {
+            self.git.resolve(&format!("refs/heads/{}", att.branch))?
+        };
+        let commit = if let (true, Some(candidate)) = (shipped, &att.candidate) {
+            candidate.clone()
+        } else if path.join(".git").exists() {
+            let message = format!(
+                "nightshift: preserved attempt {} of {}\n\nNightshift-Run: {run_id}\n",
+                att.attempt, att.item
+            );
+            let scratch = self
+                .ws
+                .dir()
+                .join(format!("snapshot-{}-{}.index", att.item, att.attempt));
+            let checkout = self.checkout(&path);
+            let commit = checkout.snapshot(&message, branch_tip.as_deref(), &scratch)?;
+            if checkout.pristine().is_some() {
+                // Made in the clone's object store: fetched into the user's, as the ref.
+                checkout.set_ref(KEPT_IN_CLONE, &commit)?;
+                self.git
+                    .fetch_from_clone(self.common_dir, &path, KEPT_IN_CLONE, ref_name)?;
+            }
+            commit
+        } else if let Some(tip) = branch_tip {
+            tip
+        } else {
+            att.candidate.clone().unwrap_or_else(|| att.base.clone())
+        };
+        Ok(commit)
+    }
+
+    /// remove → forced remove → (only inside `.nightshift/worktrees/`) delete the directory
+    /// and prune. Git may drop its admin entry even when deleting the files fails (seed 003),
+    /// so the fallback never depends on git still knowing the worktree.
+    fn remove_worktree(&self, path: &Path) -> Result<(), String> {
+        if crate::git::is_clone(self.common_dir, path) && self.ws.owns_worktree_path(path) {
+            // A clone is only files: nothing of it is in the user's repository, and its work
+            // is preserved (above). It goes to the pool for the next attempt, which resets it
+            // wholly before use (git/pool.rs); past the pool's bound it is deleted.
+            let pool = crate::git::ClonePool::new(self.ws.pool());
+            let name = path
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            let unique = format!(
+                "{:020}-{}-{name}",
+                self.clock.wall().as_nanosecond(),
+                std::process::id()
+            );
+            if pool.put(path, &unique) {
+                return Ok(());
+            }
+            pool.drop_held(path);
+            return std::fs::remove_dir_all(path)
+                .map_err(|e| format!("remove the attempt's clone {}: {e}", path.display()));
+        }
+        let git_result = self.git.worktree_remove(path);
+        if git_result.is_ok() && !path.exists() {
+            return Ok(());
+        }
+        if path.exists() {
+            if !self.ws.owns_worktree_path(path) {
+                return Err(format!(
+                    "remove worktree {}: {}; it is outside .nightshift/worktrees, so it is left alone",
+                    path.display(),
+                    git_result.err().map(|e| e.to_string()).unwrap_or_default()
+                ));
+            }
+            std::fs::remove_dir_all(path)
+                .map_err(|e| format!("remove worktree directory {}: {e}", path.display()))?;
+            // The admin entry may be locked; prune alone would keep it forever.
+            let _ = self.git.worktree_remove(path);
+        }
+        self.git.worktree_prune().map_err(|e| e.to_string())
     }
 
     /// Removes `index.lock` files that a killed git left in the admin directories of

@@ -1,6 +1,11 @@
 //! Judging a check beyond its exit code: its output read as test results, the base's results
 //! the guards compare against (cached per tree), the guards, `protect_tests`, and progress
 //! across iterations (DESIGN.md §7; issue 5).
+//!
+//! Owns: [`Judge`], the read-only side (trees of commits, the baseline cache, results files,
+//! guard evaluation, `protect_tests` paths, the failing-set trajectory, the latest verdicts in
+//! the journal, each item's journaled check), over narrow borrows of the engine; the engine
+//! keeps the steps that run the base check, feed the determinism monitor and journal.
 
 use std::path::{Path, PathBuf};
 
@@ -28,78 +33,17 @@ struct Baseline {
 }
 
 impl Engine<'_> {
-    /// The tree of a commit id (remembered: a commit's tree never changes).
-    pub(super) fn tree_of(&self, commit: &str) -> Result<String, EngineError> {
-        if let Some(tree) = self.trees.borrow().get(commit) {
-            return Ok(tree.clone());
-        }
-        let tree = self.git.tree_of(commit)?;
-        if commit.len() >= 40 && commit.bytes().all(|b| b.is_ascii_hexdigit()) {
-            self.trees
-                .borrow_mut()
-                .insert(commit.to_owned(), tree.clone());
-        }
-        Ok(tree)
-    }
-
-    /// Remembers that `commit` has `tree` (both known without asking git).
-    pub(super) fn know_tree(&self, commit: &str, tree: &str) {
-        self.trees
-            .borrow_mut()
-            .insert(commit.to_owned(), tree.to_owned());
-    }
-
-    /// Reads a finished check's results: the configured results file, else the whole log.
-    pub(super) fn read_results(&self, worktree: &Path, log: &Path) -> Option<Results> {
-        read_results(&self.config, worktree, log)
-    }
-
-    /// Removes a stale results file before a check run, so an old report is never read.
-    pub(super) fn clear_results_file(&self, worktree: &Path) {
-        if let Some(file) = &self.config.check.results {
-            clear_results_file(worktree, file);
-        }
-    }
-
-    /// Where the baseline of `tree` under this item's check is cached.
-    fn baseline_path(&self, item: &ItemRow, tree: &str) -> PathBuf {
-        baseline_path(&self.ws, &self.config, &self.check_command(item), tree)
-    }
-
-    fn cached(&self, item: &ItemRow, tree: &str) -> Option<Baseline> {
-        let bytes = std::fs::read(self.baseline_path(item, tree)).ok()?;
-        serde_json::from_slice::<Baseline>(&bytes).ok()
-    }
-
-    fn cached_baseline(&self, item: &ItemRow, tree: &str) -> Option<Option<Results>> {
-        self.cached(item, tree).map(|b| b.results)
-    }
-
-    /// Remembers the first verdict on `tree` (atomically; best effort; a later check of the
-    /// same tree is compared with it, never written over it).
-    pub(super) fn cache_baseline(
-        &self,
-        item: &ItemRow,
-        tree: &str,
-        green: bool,
-        results: Option<&Results>,
-    ) {
-        let path = self.baseline_path(item, tree);
-        if path.exists() {
-            return;
-        }
-        let Some(dir) = path.parent() else { return };
-        let _ = std::fs::create_dir_all(dir);
-        let tmp = path.with_extension("tmp");
-        let body = serde_json::to_vec(&Baseline {
-            green: Some(green),
-            results: results.cloned(),
-            run: Some(self.run_id()),
-        });
-        if let Ok(body) = body
-            && std::fs::write(&tmp, body).is_ok()
-        {
-            let _ = std::fs::rename(&tmp, &path);
+    /// The judge over this engine's parts.
+    pub(super) fn judge(&self) -> Judge<'_> {
+        Judge {
+            ws: &self.ws,
+            git: &self.git,
+            store: &self.store,
+            config: &self.config,
+            common_dir: &self.common_dir,
+            run_id: self.run.as_ref().map_or("", |r| r.id.as_str()),
+            item_checks: &self.item_checks,
+            trees: &self.trees,
         }
     }
 
@@ -120,10 +64,10 @@ impl Engine<'_> {
         if (exit_code && !self.probe_hermetic) || att.iteration > 0 {
             return Ok(false);
         }
-        let tree = self.tree_of(&att.base)?;
+        let tree = self.judge().tree_of(&att.base)?;
         // A cached verdict was judged hermetic (a refusal caches nothing, so the next run
         // asks again) or was green.
-        if self.cached(item, &tree).is_some() {
+        if self.judge().cached(item, &tree).is_some() {
             return Ok(false);
         }
         // Once per attempt, even when the cache cannot be written.
@@ -161,7 +105,8 @@ impl Engine<'_> {
                 return Ok(true);
             }
         }
-        self.cache_baseline(item, &tree, run.green, results.as_ref());
+        self.judge()
+            .cache_baseline(item, &tree, run.green, results.as_ref());
         self.record(EventKind::BaselineChecked {
             item: att.item.clone(),
             attempt: att.attempt,
@@ -181,9 +126,9 @@ impl Engine<'_> {
         log: &Path,
     ) -> Result<(crate::check::CheckRun, Option<Results>), EngineError> {
         let worktree = PathBuf::from(&att.worktree);
-        self.clear_results_file(&worktree);
+        self.judge().clear_results_file(&worktree);
         let run = crate::check::run(
-            &self.check_command(item),
+            &self.judge().check_command(item),
             worktree.clone(),
             self.item_env(att, 0),
             self.config.check.timeout,
@@ -198,8 +143,8 @@ impl Engine<'_> {
         );
         // The agent starts from the base's tree, not from what its check wrote: untracked
         // litter and edits to tracked files go (ignored files, such as build caches, stay).
-        let results = self.read_results(&worktree, log);
-        self.clear_results_file(&worktree);
+        let results = self.judge().read_results(&worktree, log);
+        self.judge().clear_results_file(&worktree);
         self.checkout(&worktree).discard_changes()?;
         Ok((run, results))
     }
@@ -219,12 +164,12 @@ impl Engine<'_> {
         let why = format!(
             "{}: {NOT_HERMETIC} (`{}` on the base tree {}: red without a network, log {}; green with the host network, log {}); {NOT_HERMETIC_HELP}",
             HaltReason::CheckNotHermetic,
-            self.check_command(item),
+            self.judge().check_command(item),
             super::attempt::short(tree),
             log.display(),
             host_log.display()
         );
-        self.alert(
+        self.alerts().alert(
             crate::notify::AlertKind::Integrity,
             format!("{}: {why}", att.item),
             Some(&att.item),
@@ -243,7 +188,7 @@ impl Engine<'_> {
         green: bool,
         results: Option<&Results>,
     ) -> Option<String> {
-        let key = format!("{tree} {}", self.check_command(item));
+        let key = format!("{tree} {}", self.judge().check_command(item));
         let verdict = |green: bool, results: Option<&Results>| {
             let failing: Vec<String> = results
                 .map(|r| r.failing_stable().into_set().into_iter().collect())
@@ -251,7 +196,7 @@ impl Engine<'_> {
             format!("{green} {}", failing.join(" "))
         };
         if self.determinism_seeded.insert(key.clone())
-            && let Some(first) = self.cached(item, tree)
+            && let Some(first) = self.judge().cached(item, tree)
             && first.run.as_deref() == Some(self.run_id().as_str())
             && let Some(was) = first.green
         {
@@ -264,13 +209,115 @@ impl Engine<'_> {
         if !stability.untrusted {
             return None;
         }
-        let what = self.contradicts_earlier(item, tree, green, results)?;
+        let what = self
+            .judge()
+            .contradicts_earlier(item, tree, green, results)?;
         Some(format!(
             "{what}: {} of {} repeated checks disagreed, flake rate at least {} with 95% confidence (target: below 1%)",
             stability.disagreements,
             stability.trials,
             crate::check::stats::percent_up(stability.flake_rate_lower)
         ))
+    }
+}
+
+/// Reads what a check's verdict is judged by: the journal, git, the baseline cache, the pinned
+/// config (borrowed from the engine for one use; it never journals).
+pub(super) struct Judge<'a> {
+    ws: &'a crate::workspace::Workspace,
+    git: &'a crate::git::Git,
+    store: &'a crate::store::Store,
+    /// The pinned control plane.
+    config: &'a crate::config::Config,
+    common_dir: &'a Path,
+    /// The open run's id (empty before a run is open).
+    run_id: &'a str,
+    /// Each item's check as `run_started` journaled it.
+    item_checks: &'a std::collections::HashMap<String, Option<String>>,
+    /// Commit → tree ids already looked up.
+    trees: &'a std::cell::RefCell<std::collections::HashMap<String, String>>,
+}
+
+impl Judge<'_> {
+    /// nightshift's git in an attempt's checkout (as `Engine::checkout`).
+    fn checkout(&self, path: impl AsRef<Path>) -> crate::git::Git {
+        self.git
+            .checkout_at(self.common_dir, path.as_ref().to_path_buf())
+    }
+
+    /// The tree of a commit id (remembered: a commit's tree never changes).
+    pub(super) fn tree_of(&self, commit: &str) -> Result<String, EngineError> {
+        if let Some(tree) = self.trees.borrow().get(commit) {
+            return Ok(tree.clone());
+        }
+        let tree = self.git.tree_of(commit)?;
+        if commit.len() >= 40 && commit.bytes().all(|b| b.is_ascii_hexdigit()) {
+            self.trees
+                .borrow_mut()
+                .insert(commit.to_owned(), tree.clone());
+        }
+        Ok(tree)
+    }
+
+    /// Remembers that `commit` has `tree` (both known without asking git).
+    pub(super) fn know_tree(&self, commit: &str, tree: &str) {
+        self.trees
+            .borrow_mut()
+            .insert(commit.to_owned(), tree.to_owned());
+    }
+
+    /// Reads a finished check's results: the configured results file, else the whole log.
+    pub(super) fn read_results(&self, worktree: &Path, log: &Path) -> Option<Results> {
+        read_results(self.config, worktree, log)
+    }
+
+    /// Removes a stale results file before a check run, so an old report is never read.
+    pub(super) fn clear_results_file(&self, worktree: &Path) {
+        if let Some(file) = &self.config.check.results {
+            clear_results_file(worktree, file);
+        }
+    }
+
+    /// Where the baseline of `tree` under this item's check is cached.
+    fn baseline_path(&self, item: &ItemRow, tree: &str) -> PathBuf {
+        baseline_path(self.ws, self.config, &self.check_command(item), tree)
+    }
+
+    fn cached(&self, item: &ItemRow, tree: &str) -> Option<Baseline> {
+        let bytes = std::fs::read(self.baseline_path(item, tree)).ok()?;
+        serde_json::from_slice::<Baseline>(&bytes).ok()
+    }
+
+    fn cached_baseline(&self, item: &ItemRow, tree: &str) -> Option<Option<Results>> {
+        self.cached(item, tree).map(|b| b.results)
+    }
+
+    /// Remembers the first verdict on `tree` (atomically; best effort; a later check of the
+    /// same tree is compared with it, never written over it).
+    pub(super) fn cache_baseline(
+        &self,
+        item: &ItemRow,
+        tree: &str,
+        green: bool,
+        results: Option<&Results>,
+    ) {
+        let path = self.baseline_path(item, tree);
+        if path.exists() {
+            return;
+        }
+        let Some(dir) = path.parent() else { return };
+        let _ = std::fs::create_dir_all(dir);
+        let tmp = path.with_extension("tmp");
+        let body = serde_json::to_vec(&Baseline {
+            green: Some(green),
+            results: results.cloned(),
+            run: Some(self.run_id.to_owned()),
+        });
+        if let Ok(body) = body
+            && std::fs::write(&tmp, body).is_ok()
+        {
+            let _ = std::fs::rename(&tmp, &path);
+        }
     }
 
     /// Whether this check of `tree` contradicts an earlier one of the same tree (another
@@ -284,7 +331,7 @@ impl Engine<'_> {
     ) -> Option<String> {
         let earlier = self
             .cached(item, tree)
-            .filter(|b| b.run.as_deref() == Some(self.run_id().as_str()))?;
+            .filter(|b| b.run.as_deref() == Some(self.run_id))?;
         let short = super::attempt::short(tree);
         if let Some(was) = earlier.green
             && was != green
@@ -348,7 +395,7 @@ impl Engine<'_> {
         let base = self.cached_baseline(item, &tree).flatten();
         Ok(evaluate(
             &self.checkout(&att.worktree),
-            &self.config,
+            self.config,
             &from,
             "HEAD",
             base.as_ref(),
@@ -396,12 +443,9 @@ impl Engine<'_> {
 
     /// The guard verdicts of this attempt's latest work check.
     pub(super) fn last_guards(&self, att: &AttemptRow) -> Result<Vec<Verdict>, EngineError> {
-        let events = self.store.attempt_events(
-            &self.run_id(),
-            &att.item,
-            att.attempt,
-            Some("check_ended"),
-        )?;
+        let events =
+            self.store
+                .attempt_events(self.run_id, &att.item, att.attempt, Some("check_ended"))?;
         Ok(events
             .into_iter()
             .rev()
@@ -418,12 +462,9 @@ impl Engine<'_> {
 
     /// Why this attempt's latest check was untrusted.
     pub(super) fn last_untrusted(&self, att: &AttemptRow) -> Result<Option<String>, EngineError> {
-        let events = self.store.attempt_events(
-            &self.run_id(),
-            &att.item,
-            att.attempt,
-            Some("check_ended"),
-        )?;
+        let events =
+            self.store
+                .attempt_events(self.run_id, &att.item, att.attempt, Some("check_ended"))?;
         Ok(events.into_iter().rev().find_map(|e| match e.kind {
             EventKind::CheckEnded { untrusted, .. } => untrusted,
             _ => None,
@@ -439,12 +480,9 @@ impl Engine<'_> {
             .cached_baseline(item, &tree)
             .flatten()
             .map(|r| r.failing_stable());
-        let events = self.store.attempt_events(
-            &self.run_id(),
-            &att.item,
-            att.attempt,
-            Some("check_ended"),
-        )?;
+        let events =
+            self.store
+                .attempt_events(self.run_id, &att.item, att.attempt, Some("check_ended"))?;
         let checks = events.into_iter().filter_map(|e| match e.kind {
             EventKind::CheckEnded {
                 stage: CheckStage::Work,
@@ -454,6 +492,17 @@ impl Engine<'_> {
             _ => None,
         });
         Ok((base, checks.collect()))
+    }
+
+    /// The item's check as the run journaled it (issue 12): its `run_started` plan entry, else
+    /// the pinned `[check] command`; never the store's mutable `items.check_command`.
+    pub(super) fn check_command(&self, item: &ItemRow) -> String {
+        self.item_checks
+            .get(&item.id)
+            .cloned()
+            .flatten()
+            .or_else(|| self.config.check.command.clone())
+            .unwrap_or_else(|| "false".into())
     }
 }
 
