@@ -13,9 +13,7 @@ use super::{Engine, EngineError, Journal, io_err, launch, prompt};
 use crate::check;
 use crate::halt::HaltReason;
 use crate::notify;
-use crate::session::{
-    self, Budget, Limit, Metric, Outcome, ProcessEnd, ProcessSpec, Scope, SessionPacket,
-};
+use crate::session::{self, Budget, Outcome, ProcessEnd, ProcessSpec, SessionPacket};
 use crate::store::{AttemptRow, CheckStage, EventKind, ItemRow, Phase, Spend};
 
 /// Seconds added to a reported reset time before retrying (reset times are whole seconds, and
@@ -294,7 +292,8 @@ impl Engine<'_> {
         )?));
         let prompt_file = logs.join(format!("{stem}.prompt.md"));
         std::fs::write(&prompt_file, &text).map_err(io_err(&prompt_file))?;
-        let mut env = self.item_env(att, iteration);
+        let mut env =
+            super::attempt::item_env(&self.config, &self.ws, &self.run_id(), att, iteration);
         env.push((
             "NIGHTSHIFT_PROMPT_FILE".into(),
             prompt_file.display().to_string(),
@@ -364,7 +363,7 @@ impl Engine<'_> {
             tail_bytes: AGENT_TAIL,
             sandbox_require: self.config.sandbox.require,
         });
-        let budget = self.session_budget(item)?;
+        let budget = super::budget::session_budget(&self.config, self.run()?, item, &self.dispatch);
         let agent = self.config.agent.clone();
         let resumed_from = match &resume {
             Some(id) => Some(self.spent_in_session(&att.item, att.attempt, id)?),
@@ -422,7 +421,8 @@ impl Engine<'_> {
             })?;
         let att = &att;
         // Its spend leaves the ledger when its end is journaled (or at once if it never is).
-        self.settle_with_next_end(seat);
+        let run = self.run()?.clone();
+        self.dispatch.settle_with_next_end(seat, &run);
         if end.outcome == Outcome::SpawnFailed {
             // Every item would fail the same way: halt resumable instead of draining the queue.
             return Err(EngineError::Execution {
@@ -562,7 +562,8 @@ impl Engine<'_> {
             }
         });
         // Its spend leaves the ledger with the event journaling its end (`review_ended`).
-        self.settle_with_next_end(seat);
+        let run = self.run()?.clone();
+        self.dispatch.settle_with_next_end(seat, &run);
         let end = end?;
         match failure {
             Some(e) => Err(e),
@@ -741,67 +742,6 @@ impl Engine<'_> {
         Ok(())
     }
 
-    /// The limits of the next session, with what the item and the run already spent.
-    pub(super) fn session_budget(&self, item: &ItemRow) -> Result<Budget, EngineError> {
-        let b = &self.config.budget;
-        let run = self.run()?;
-        let mut limits = Vec::new();
-        let mut add = |scope, metric, hard: Option<f64>, baseline: f64| {
-            if let Some(hard) = hard {
-                limits.push(Limit {
-                    scope,
-                    metric,
-                    hard,
-                    baseline,
-                });
-            }
-        };
-        add(
-            Scope::Session,
-            Metric::Tokens,
-            b.session_tokens.map(|v| v as f64),
-            0.0,
-        );
-        add(
-            Scope::Session,
-            Metric::Turns,
-            b.session_turns.map(f64::from),
-            0.0,
-        );
-        add(Scope::Session, Metric::Usd, b.session_usd, 0.0);
-        add(
-            Scope::Item,
-            Metric::Tokens,
-            b.item_tokens.map(|v| v as f64),
-            item.spent_tokens,
-        );
-        add(
-            Scope::Run,
-            Metric::Tokens,
-            b.run_tokens.map(|v| v as f64),
-            run.spent_tokens,
-        );
-        add(Scope::Run, Metric::Usd, b.run_usd, run.spent_usd);
-        Ok(Budget {
-            limits,
-            soft: b.soft,
-            cache_read_weight: b.cache_read_weight,
-            ledger: self.ledger_seat(),
-        })
-    }
-
-    /// Whether a run fuse (`run_tokens`, `run_usd`) is spent, when the budget gate enforces.
-    pub(super) fn run_budget_spent(&self) -> Result<bool, EngineError> {
-        if self.config.gates.mode("budget") != crate::gate::GateMode::Enforce {
-            return Ok(false);
-        }
-        let b = self.config.budget;
-        let run = self.run()?;
-        Ok(b.run_tokens.is_some_and(|l| run.spent_tokens >= l as f64)
-            || b.run_usd.is_some_and(|l| run.spent_usd >= l)
-            || self.ledger_spent(b.run_tokens, b.run_usd))
-    }
-
     /// Before a session: a spent item budget parks the item, a spent run budget halts the run.
     /// Returns whether the session must not start.
     fn budget_gate(&mut self, item: &ItemRow, att: &AttemptRow) -> Result<bool, EngineError> {
@@ -809,7 +749,7 @@ impl Engine<'_> {
             return Ok(false);
         }
         let b = self.config.budget;
-        if self.run_budget_spent()? {
+        if super::budget::run_budget_spent(&self.config, self.run()?, &self.dispatch) {
             self.halt_requested = Some(HaltReason::BudgetExceeded);
             self.fail(att, "the run's budget is spent".into())?;
             return Ok(true);
@@ -848,7 +788,8 @@ impl Engine<'_> {
             att.item, att.attempt, att.iteration
         )));
         let command = self.judge().check_command(item);
-        let env = self.item_env(att, att.iteration);
+        let env =
+            super::attempt::item_env(&self.config, &self.ws, &self.run_id(), att, att.iteration);
         self.record(EventKind::CheckStarted {
             item: att.item.clone(),
             attempt: att.attempt,
@@ -1040,26 +981,39 @@ impl Engine<'_> {
         })?;
         Ok(())
     }
+}
 
-    fn target_tip(&self) -> Result<String, EngineError> {
-        let target = &self.run()?.target;
-        self.git
-            .resolve_ref(&self.common_dir, &format!("refs/heads/{target}"))?
-            .ok_or_else(|| EngineError::Workspace {
-                what: format!("the target branch `{target}` no longer exists"),
-                help: Some("restore the branch; `nightshift run` then resumes".into()),
-            })
-    }
+/// The target's tip in the shared git directory.
+pub(super) fn target_tip(
+    git: &crate::git::Git,
+    common_dir: &Path,
+    target: &str,
+) -> Result<String, EngineError> {
+    git.resolve_ref(common_dir, &format!("refs/heads/{target}"))?
+        .ok_or_else(|| EngineError::Workspace {
+            what: format!("the target branch `{target}` no longer exists"),
+            help: Some("restore the branch; `nightshift run` then resumes".into()),
+        })
+}
 
-    pub(super) fn item_env(&self, att: &AttemptRow, iteration: u32) -> Vec<(String, String)> {
-        let mut env = self.config.worktree_env(self.ws.root());
-        env.extend(check_env(&self.run_id(), &att.item, att.attempt, iteration));
-        env.push((
-            "NIGHTSHIFT_OPERATOR_FILE".into(),
-            self.operator_file(att).display().to_string(),
-        ));
-        env
-    }
+/// The environment of an attempt's agent session or check: `[worktree] env`, the item's
+/// `NIGHTSHIFT_*` variables and where a person's actions are written.
+pub(super) fn item_env(
+    config: &crate::config::Config,
+    ws: &crate::workspace::Workspace,
+    run_id: &str,
+    att: &AttemptRow,
+    iteration: u32,
+) -> Vec<(String, String)> {
+    let mut env = config.worktree_env(ws.root());
+    env.extend(check_env(run_id, &att.item, att.attempt, iteration));
+    env.push((
+        "NIGHTSHIFT_OPERATOR_FILE".into(),
+        super::review::operator_file(ws, run_id, att)
+            .display()
+            .to_string(),
+    ));
+    env
 }
 
 /// The highest attempt number git still has a ref or branch for. Read from the files

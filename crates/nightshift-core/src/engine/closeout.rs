@@ -71,7 +71,7 @@ impl Engine<'_> {
                 reason: "push refused: retrying".into(),
                 until,
             })?;
-            self.wait_out_pause()?;
+            self.wait_pause(false)?;
         }
         if self.push_owed()? {
             Ok(None)

@@ -28,7 +28,7 @@ impl Engine<'_> {
 
     /// One review-only session over a shipped commit, in a detached worktree of its own.
     pub(super) fn review_debt(&mut self, debt: &DebtRow) -> Result<(), EngineError> {
-        if self.run_budget_spent()? {
+        if super::budget::run_budget_spent(&self.config, self.run()?, &self.dispatch) {
             self.halt_requested = Some(crate::halt::HaltReason::BudgetExceeded);
             return Ok(());
         }
@@ -111,7 +111,9 @@ impl Engine<'_> {
             ("NIGHTSHIFT_REVIEW_CYCLE".into(), try_number.to_string()),
         ];
         let budget = match &item {
-            Some(item) => self.session_budget(item)?,
+            Some(item) => {
+                super::budget::session_budget(&self.config, self.run()?, item, &self.dispatch)
+            }
             None => Budget {
                 limits: Vec::new(),
                 soft: self.config.budget.soft,

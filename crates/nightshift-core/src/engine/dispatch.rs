@@ -73,7 +73,7 @@ enum Upward {
 }
 
 /// The dispatcher's state: the live sessions and their channel.
-pub(super) struct Dispatch {
+pub(crate) struct Dispatch {
     max_parallel: usize,
     jobs: HashMap<String, Job>,
     tx: mpsc::Sender<Upward>,
@@ -251,7 +251,8 @@ impl Engine<'_> {
         };
         // Its end was journaled (and settled), or never will be.
         if self.dispatch.settle == seat {
-            self.settle_pending();
+            let run = self.run()?.clone();
+            self.dispatch.settle_pending(&run);
         }
         if let Err(e) = result {
             let item = self.store.item(&run_id, &item_id)?;
@@ -292,10 +293,8 @@ impl Engine<'_> {
     /// The scheduler: journal what the live sessions said; step an admitted item; admit the next
     /// queued item while a slot is free; give parked items another pass; else halt.
     pub(super) fn drive(&mut self) -> Result<HaltReason, EngineError> {
-        let committed = spend_of(self.run()?);
-        self.dispatch.ledger = Some(std::sync::Arc::new(crate::session::RunLedger::new(
-            committed,
-        )));
+        let run = self.run()?.clone();
+        self.dispatch.open_ledger(&run);
         loop {
             self.service(false)?;
             let busy = self.dispatch.busy();
@@ -515,16 +514,26 @@ pub(super) fn spend_of(run: &crate::store::RunRow) -> crate::session::RunSpend {
     }
 }
 
-impl Engine<'_> {
-    /// After an event is journaled: the ledger's committed spend is the journal's; a session
-    /// whose end this event journaled leaves the ledger in the same lock.
-    pub(super) fn ledger_follows(&mut self, kind: &str) {
-        let (Some(ledger), Ok(run)) = (&self.dispatch.ledger, self.run()) else {
+/// The run ledger's side of the dispatcher: what the journal says the run spent, and which
+/// session's end is being journaled.
+impl Dispatch {
+    /// Makes the run's ledger, from what the journal says it spent.
+    pub(super) fn open_ledger(&mut self, run: &crate::store::RunRow) {
+        self.ledger = Some(std::sync::Arc::new(crate::session::RunLedger::new(
+            spend_of(run),
+        )));
+    }
+
+    /// After an event is journaled (the run row `run` as it now is): the ledger's committed
+    /// spend is the journal's; a session whose end this event journaled leaves the ledger in
+    /// the same lock.
+    pub(super) fn ledger_follows(&mut self, kind: &str, run: &crate::store::RunRow) {
+        let Some(ledger) = &self.ledger else {
             return;
         };
         let committed = spend_of(run);
         let ends = matches!(kind, "session_ended" | "review_ended" | "debt_settled");
-        match self.dispatch.settle.take_if(|_| ends) {
+        match self.settle.take_if(|_| ends) {
             Some(key) => ledger.settle(key, committed),
             None => ledger.set_committed(committed),
         }
@@ -533,31 +542,31 @@ impl Engine<'_> {
     /// The session of ledger seat `key` ended: the next event that journals a session's end
     /// settles it. One left pending (its end never journaled: an error on the way) is settled
     /// now, at the journal's figure: its spend never reached the journal.
-    pub(super) fn settle_with_next_end(&mut self, key: Option<crate::session::SessionKey>) {
-        self.settle_pending();
-        self.dispatch.settle = key;
+    pub(super) fn settle_with_next_end(
+        &mut self,
+        key: Option<crate::session::SessionKey>,
+        run: &crate::store::RunRow,
+    ) {
+        self.settle_pending(run);
+        self.settle = key;
     }
 
-    /// Settles a seat left pending (see [`Engine::settle_with_next_end`]).
-    pub(super) fn settle_pending(&mut self) {
-        if let (Some(ledger), Some(key), Ok(run)) = (
-            &self.dispatch.ledger,
-            self.dispatch.settle.take(),
-            self.run(),
-        ) {
+    /// Settles a seat left pending (see [`Dispatch::settle_with_next_end`]).
+    pub(super) fn settle_pending(&mut self, run: &crate::store::RunRow) {
+        if let (Some(ledger), Some(key)) = (&self.ledger, self.settle.take()) {
             ledger.settle(key, spend_of(run));
         }
     }
 
     /// A seat in the run's ledger for a session about to start.
     pub(super) fn ledger_seat(&self) -> Option<crate::session::LedgerSeat> {
-        self.dispatch.ledger.as_ref().map(|l| l.seat())
+        self.ledger.as_ref().map(|l| l.seat())
     }
 
     /// Whether the live run total (journaled plus running sessions) reached a run fuse, or a
     /// session tripped one.
     pub(super) fn ledger_spent(&self, tokens: Option<u64>, usd: Option<f64>) -> bool {
-        let Some(ledger) = &self.dispatch.ledger else {
+        let Some(ledger) = &self.ledger else {
             return false;
         };
         let live = ledger.run_total();

@@ -42,7 +42,7 @@ impl Engine<'_> {
         att: &AttemptRow,
     ) -> Result<(), EngineError> {
         let candidate = att.candidate.clone().unwrap_or_default();
-        let tip = self.target_tip()?;
+        let tip = super::target_tip(&self.git, &self.common_dir, &self.run()?.target)?;
         let message = crate::engine::attempt::commit_message(&self.run_id(), item, att);
         let strategy = self.config.integrate.strategy;
         let (commit, tree) = match self
@@ -169,7 +169,10 @@ impl Engine<'_> {
                 ));
             }
             // Re-read for the error that says so (and a branch restored meanwhile is retried).
-            Landing::Gone => return self.target_tip().map(drop),
+            Landing::Gone => {
+                return super::target_tip(&self.git, &self.common_dir, &self.run()?.target)
+                    .map(drop);
+            }
         }
         let push = self.config.integrate.push;
         self.record(EventKind::Integrated {

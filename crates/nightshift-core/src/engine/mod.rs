@@ -6,6 +6,7 @@
 
 mod alerts;
 mod attempt;
+mod budget;
 mod closeout;
 mod debt;
 mod dispatch;
@@ -496,7 +497,9 @@ impl Engine<'_> {
         (self.observe)(&event);
         // The cached run row (pass, spend, pause) always reflects the journal.
         self.run = self.store.run(&run_id)?;
-        self.ledger_follows(event.kind.name());
+        if let Some(run) = &self.run {
+            self.dispatch.ledger_follows(event.kind.name(), run);
+        }
         if matches!(event.kind.name(), "session_ended" | "review_ended") {
             self.verify_store = true;
         }
@@ -753,13 +756,9 @@ fn halted_by_integrity(item: &ItemRow) -> bool {
 impl Engine<'_> {
     /// Waits until a recorded pause (a usage limit's reset, an environment back-off, an operator
     /// pause) is over. The pause is in the journal, so a crash during it resumes the wait, not
-    /// the work. A stop asked for meanwhile ends the wait (the pause stays recorded).
-    fn wait_out_pause(&mut self) -> Result<(), EngineError> {
-        self.wait_pause(false)
-    }
-
-    /// [`Engine::wait_out_pause`]; with `at_deadline`, the `--until` deadline also ends the
-    /// wait (the scheduler then stops `deadline_reached`).
+    /// the work. A stop asked for meanwhile ends the wait (the pause stays recorded). With
+    /// `at_deadline`, the `--until` deadline also ends the wait (the scheduler then stops
+    /// `deadline_reached`).
     fn wait_pause(&mut self, at_deadline: bool) -> Result<(), EngineError> {
         let Some(until) = self.run()?.paused_until else {
             return Ok(());
@@ -881,7 +880,7 @@ impl Engine<'_> {
     fn pin_control_plane(&mut self, live: Option<&str>, reload: bool) -> Result<(), EngineError> {
         let run_id = self.run_id();
         let Some(live) = live else {
-            self.item_checks = self.journaled_item_checks(&run_id)?;
+            self.item_checks = journaled_item_checks(&self.store, &run_id)?;
             return Ok(());
         };
         let path = self.ws.root().join(crate::config::FILE_NAME);
@@ -904,7 +903,7 @@ impl Engine<'_> {
                 if let Some(p) = pinned {
                     self.item_checks = p.item_checks;
                 } else {
-                    self.item_checks = self.journaled_item_checks(&run_id)?;
+                    self.item_checks = journaled_item_checks(&self.store, &run_id)?;
                 }
                 let sha256 = crate::control_plane::sha256_hex(live);
                 self.record(EventKind::ControlPlanePinned {
@@ -916,19 +915,6 @@ impl Engine<'_> {
             }
         }
         Ok(())
-    }
-
-    fn journaled_item_checks(
-        &self,
-        run_id: &str,
-    ) -> Result<std::collections::HashMap<String, Option<String>>, EngineError> {
-        let mut checks = std::collections::HashMap::new();
-        for event in self.store.run_events(run_id, &["run_started"])? {
-            if let EventKind::RunStarted { items, .. } = event.kind {
-                checks = items.into_iter().map(|i| (i.id, i.check)).collect();
-            }
-        }
-        Ok(checks)
     }
 
     /// Compares the live `nightshift.toml` with the pinned copy (at a resume and at each item's
@@ -1149,4 +1135,17 @@ fn new_run_id(clock: &dyn Clock) -> String {
     let now = clock.wall();
     let salt = (now.subsec_nanosecond() as u32) ^ std::process::id().rotate_left(16);
     format!("{}-{:04x}", now.strftime("%Y%m%dT%H%M%SZ"), salt & 0xffff)
+}
+
+fn journaled_item_checks(
+    store: &Store,
+    run_id: &str,
+) -> Result<std::collections::HashMap<String, Option<String>>, EngineError> {
+    let mut checks = std::collections::HashMap::new();
+    for event in store.run_events(run_id, &["run_started"])? {
+        if let EventKind::RunStarted { items, .. } = event.kind {
+            checks = items.into_iter().map(|i| (i.id, i.check)).collect();
+        }
+    }
+    Ok(checks)
 }

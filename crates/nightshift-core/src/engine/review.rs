@@ -94,7 +94,7 @@ impl Engine<'_> {
         item: &ItemRow,
         att: &AttemptRow,
     ) -> Result<(), EngineError> {
-        let actions = operator_actions(&self.operator_file(att));
+        let actions = operator_actions(&operator_file(&self.ws, &self.run_id(), att));
         if !actions.is_empty() {
             let reason = format!(
                 "awaiting operator: {}; branch {} kept, `nightshift confirm {}` ships it",
@@ -125,12 +125,6 @@ impl Engine<'_> {
 
     /// Where the dev agent lists the actions only a person can take
     /// (`$NIGHTSHIFT_OPERATOR_FILE`).
-    pub(super) fn operator_file(&self, att: &AttemptRow) -> PathBuf {
-        self.ws
-            .logs(&self.run_id())
-            .join(format!("{}-a{}.operator", att.item, att.attempt))
-    }
-
     /// Runs one review session over the attempt and decides what its verdict leads to.
     pub(super) fn run_review(
         &mut self,
@@ -140,7 +134,7 @@ impl Engine<'_> {
     ) -> Result<(), EngineError> {
         // A review is a session too: with the run's budget spent none starts; the run halts
         // `budget_exceeded` and the attempt waits in its phase for the next run.
-        if self.run_budget_spent()? {
+        if super::budget::run_budget_spent(&self.config, self.run()?, &self.dispatch) {
             self.halt_requested = Some(HaltReason::BudgetExceeded);
             return Ok(());
         }
@@ -189,11 +183,12 @@ impl Engine<'_> {
             check_output: &check_tail,
             debt: false,
         });
-        let mut env = self.item_env(att, att.iteration);
+        let mut env =
+            super::attempt::item_env(&self.config, &self.ws, &self.run_id(), att, att.iteration);
         env.push(("NIGHTSHIFT_REVIEW".into(), reviewer.name().into()));
         env.push(("NIGHTSHIFT_REVIEW_CYCLE".into(), cycle.to_string()));
         env.push(("NIGHTSHIFT_CHECK_LOG".into(), check_log));
-        let budget = self.session_budget(item)?;
+        let budget = super::budget::session_budget(&self.config, self.run()?, item, &self.dispatch);
         self.record(EventKind::ReviewStarted {
             item: att.item.clone(),
             attempt: att.attempt,
@@ -708,6 +703,16 @@ pub(crate) fn glob_match(pattern: &str, path: &str) -> bool {
         }
     }
     go(pattern.as_bytes(), path.as_bytes())
+}
+
+/// Where an attempt's agent writes the actions a person must take (`NIGHTSHIFT_OPERATOR_FILE`).
+pub(super) fn operator_file(
+    ws: &crate::workspace::Workspace,
+    run_id: &str,
+    att: &AttemptRow,
+) -> PathBuf {
+    ws.logs(run_id)
+        .join(format!("{}-a{}.operator", att.item, att.attempt))
 }
 
 #[cfg(test)]

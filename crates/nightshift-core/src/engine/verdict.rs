@@ -130,7 +130,7 @@ impl Engine<'_> {
         let run = crate::check::run(
             &self.judge().check_command(item),
             worktree.clone(),
-            self.item_env(att, 0),
+            super::attempt::item_env(&self.config, &self.ws, &self.run_id(), att, 0),
             self.config.check.timeout,
             log.to_path_buf(),
         )?;
