@@ -737,6 +737,16 @@ impl Engine<'_> {
         } else {
             reason.split(" — ").next().unwrap_or(&reason).to_owned()
         };
+        // One pause for all sessions (issue 14): a sibling that hits the same usage limit while
+        // the run already waits past its reset adds nothing to wait for.
+        let cause = crate::store::PauseCause::of(&reason);
+        let run = self.run()?;
+        if cause == crate::store::PauseCause::RateLimited
+            && run.pause_cause() == Some(cause)
+            && run.paused_until.is_some_and(|u| u >= until)
+        {
+            return Ok(());
+        }
         self.alerts().pause(&key, &reason, &until_text, item);
         self.record(EventKind::RunPaused { reason, until })?;
         Ok(())

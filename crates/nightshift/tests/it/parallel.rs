@@ -425,3 +425,65 @@ fn nightshift_shipping_one_item_is_not_taken_for_a_running_siblings_tampering() 
     assert!(b_started < a_integrated && a_integrated < b_ended);
     repo.assert_clean_end();
 }
+
+#[test]
+fn a_usage_limit_hit_by_two_parallel_sessions_is_one_pause_and_spends_no_attempt() {
+    let repo = Repo::new(&project());
+    let barrier = repo.agent_dir.join("barrier");
+    for id in ["a", "b"] {
+        let marker = repo.agent_dir.join(format!("limited-{id}"));
+        repo.agent(
+            id,
+            &format!(
+                "when file-missing {m}\ntouch {m}\nusage-limit in=1s\nalways\nwrite done/{id} <<EOF\nok\nEOF\n",
+                m = marker.display()
+            ),
+        );
+    }
+    let agent = shell_agent(
+        &repo,
+        &barrier_agent(
+            &barrier,
+            "2",
+            &format!(
+                "exec {BIN} __fake-agent --script-dir {}",
+                repo.agent_dir.display()
+            ),
+        ),
+    );
+    let config = parallel_plan(&repo, &agent, 2, &[("a", &["a/**"]), ("b", &["b/**"])], 1)
+        .replacen("command = [", "format = \"claude-stream\"\ncommand = [", 1);
+    repo.configure(&config);
+    let out = repo.run(&["run"]);
+    assert_eq!(out.status.code(), Some(10), "{}", text(&out));
+    let mut shipped = repo.shipped_items();
+    shipped.sort();
+    assert_eq!(shipped, ["a", "b"]);
+    let events = repo.store().events_after(0, 100_000).unwrap();
+    let limited: Vec<&str> = events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::SessionEnded { item, outcome, .. }
+                if *outcome == nightshift_core::session::Outcome::RateLimited =>
+            {
+                Some(item.as_str())
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(limited.len(), 2, "both sessions hit the limit: {limited:?}");
+    assert!(
+        !events.iter().any(|e| e.kind.name() == "attempt_failed"),
+        "no attempt spent"
+    );
+    let attention = std::fs::read_to_string(repo.root.join(".nightshift/ATTENTION")).unwrap();
+    assert_eq!(
+        attention.matches("rate_limited").count(),
+        1,
+        "one pause alerted for both: {attention}"
+    );
+    assert!(
+        overlap(&session_spans(&repo), "a", "b"),
+        "the two ran together"
+    );
+}
