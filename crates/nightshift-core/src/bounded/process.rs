@@ -238,9 +238,19 @@ mod tests {
             .ok()
             .and_then(|p| p.trim().parse::<i32>().ok());
         if let Some(pid) = pid {
-            // Killed with the group: gone, or a zombie until its reaper (init) collects it.
-            let state = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-            let state = state.rsplit(") ").next().and_then(|s| s.chars().next());
+            // Killed with the group: gone, or a zombie until its reaper collects it. A SIGKILL
+            // takes effect when the process is next scheduled, so its death is waited for
+            // (bounded), not assumed to be instant.
+            let state_of = || {
+                let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+                stat.rsplit(") ").next().and_then(|s| s.chars().next())
+            };
+            let deadline = Instant::now() + Duration::from_secs(20);
+            let mut state = state_of();
+            while !matches!(state, None | Some('Z') | Some('X')) && Instant::now() < deadline {
+                std::thread::yield_now();
+                state = state_of();
+            }
             assert!(matches!(state, None | Some('Z') | Some('X')), "{state:?}");
         }
     }
