@@ -13,7 +13,8 @@
 //! `fetch` of the clone's branch, `merge-tree --write-tree`, `commit-tree`, the target's
 //! `merge --ff-only` in the (clean) checkout, removing the clone and the branch. Then the ratio
 //! of nightshift's wall per item to the floor's, and (with more than one size) the per-item cost of the largest
-//! plan against the smallest's.
+//! plan against the smallest's. Each run's line ends with the 1-minute load average before and
+//! after it: on a shared machine, compare ratios measured in the same run.
 //!
 //! `cargo bench -p nightshift --bench orchestration`; `NIGHTSHIFT_BENCH_ITEMS=50,1000` (plan
 //! sizes, comma-separated; default 50), `NIGHTSHIFT_BENCH_RUNS=N` (runs per size; default 5),
@@ -86,6 +87,15 @@ fn children_cpu_ms() -> f64 {
             t(u.user_time()) + t(u.system_time())
         })
         .unwrap_or(0.0)
+}
+
+/// The machine's 1-minute load average (`/proc/loadavg`), "?" where there is none: the figures
+/// of a run on a shared machine are read with it.
+fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|l| l.split_whitespace().next().map(str::to_owned))
+        .unwrap_or_else(|| "?".into())
 }
 
 fn median(v: &[f64]) -> f64 {
@@ -189,6 +199,7 @@ fn bench(tmp: &Path, items: usize, runs: usize) -> (f64, f64, f64) {
         let floor_dir = tmp.join(format!("{items}-{run}-floor"));
         setup(&ns_dir, items);
         setup(&floor_dir, items);
+        let load_before = load_average();
         // Alternate which goes first, so neither always gets the warmer cache.
         let ((w, o, c), (f, fc)) = if run % 2 == 0 {
             let ns = run_nightshift(&ns_dir, items);
@@ -198,9 +209,10 @@ fn bench(tmp: &Path, items: usize, runs: usize) -> (f64, f64, f64) {
             (run_nightshift(&ns_dir, items), f)
         };
         println!(
-            "  {items} items, run {run}: nightshift {w:.1} ms/item ({o:.1} without agent and check, CPU {c:.1}); bare-git floor {f:.1} ms/item (CPU {fc:.1}); ratio {:.2} (CPU {:.2})",
+            "  {items} items, run {run}: nightshift {w:.1} ms/item ({o:.1} without agent and check, CPU {c:.1}); bare-git floor {f:.1} ms/item (CPU {fc:.1}); ratio {:.2} (CPU {:.2}); load average {load_before} → {}",
             w / f,
-            c / fc
+            c / fc,
+            load_average()
         );
         floor_cpu.push(fc);
         cpu_ratios.push(c / fc);

@@ -516,16 +516,17 @@ impl Engine<'_> {
     ) -> Result<(crate::agent::Usage, Option<f64>), EngineError> {
         let mut usage = crate::agent::Usage::default();
         let mut cost: Option<f64> = None;
-        for e in self.store.run_events(&self.run_id(), &["session_ended"])? {
+        // This attempt's `session_ended` entries only (the item index bounds the read), not
+        // every session of the run.
+        for e in self
+            .store
+            .attempt_events(&self.run_id(), item, attempt, Some("session_ended"))?
+        {
             if let EventKind::SessionEnded {
-                item: i,
-                attempt: a,
                 agent_session: Some(s),
                 spend: Some(spend),
                 ..
             } = &e.kind
-                && i == item
-                && *a == attempt
                 && s == id
             {
                 usage += crate::agent::Usage {

@@ -145,11 +145,7 @@ impl Receipts<'_> {
             .store
             .attempt_events(run_id, &att.item, att.attempt, None)?;
         let run = self.store.run(run_id)?;
-        let item = self
-            .store
-            .items(run_id)?
-            .into_iter()
-            .find(|i| i.id == att.item);
+        let item = self.store.item(run_id, &att.item)?;
         // What each check ran is what its `check_started` journaled (issue 12): a receipt never
         // signs a command from the live config or the store's mutable columns. A journal from
         // before `check_started` carried it falls back to the run's journaled plan and pinned

@@ -23,11 +23,15 @@ impl Engine<'_> {
             .checkout_at(&self.common_dir, path.as_ref().to_path_buf())
     }
 
-    /// What lies outside the attempt's checkout, before its session.
+    /// What lies outside the attempt's checkout, before its session. What a night piles up
+    /// (a preserve ref and a few loose objects per finished attempt) is packed first once there
+    /// is enough of it: the snapshot lists every ref twice per session, and every fetch from a
+    /// clone reads the commit of every ref.
     pub(super) fn watch_control_plane(
         &self,
         att: &AttemptRow,
     ) -> Result<ControlPlane, EngineError> {
+        self.git.pack_loose(&self.common_dir);
         let own = vec![format!("refs/heads/{}", att.branch)];
         Ok(self.git.control_plane(&self.common_dir, &own)?)
     }

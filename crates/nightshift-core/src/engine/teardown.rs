@@ -124,11 +124,7 @@ impl Engine<'_> {
             actions,
         })?;
         // What the item's state now asks of a person, said once for watchers (`wait`).
-        let ended = self
-            .store
-            .items(&run_id)?
-            .into_iter()
-            .find(|i| i.id == att.item);
+        let ended = self.store.item(&run_id, &att.item)?;
         if let Some(item) = ended {
             let reason = item.reason.clone().unwrap_or_default();
             match item.state {

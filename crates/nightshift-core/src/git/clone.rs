@@ -319,6 +319,11 @@ impl Git {
             "protocol.file.allow=always",
             "-c",
             "fetch.fsckObjects=false",
+            // The connectivity check walks from the fetched tip down to what the repository's
+            // refs reach; nightshift's own (a preserve ref per finished attempt) are left out of
+            // it, or it would read every one of them on every fetch (issue 14).
+            "-c",
+            "fetch.hideRefs=refs/nightshift/",
             "fetch",
             "--quiet",
             "--no-tags",

@@ -4,7 +4,10 @@
 //! doing (nothing else of nightshift writes there while a session runs); what can be put back
 //! is put back: files of the git directory first (so that no later git call, this module's
 //! included, runs a filter, hook or `include.path` the agent planted), then refs, then the
-//! user's checkout (its state kept under a ref first, so nothing of anyone's is lost).
+//! user's checkout (its state kept under a ref first, so nothing of anyone's is lost). Before a
+//! snapshot, what a long night piles up (a preserve ref and a few loose objects per finished
+//! attempt) is packed once there is enough of it, so that the snapshot and every fetch do not
+//! grow with the plan ([`Git::pack_loose`]).
 
 use std::collections::BTreeMap;
 use std::ffi::OsStr;
@@ -19,6 +22,9 @@ const MAX_KEPT_BYTES: u64 = 1 << 20;
 const MAX_ENTRIES: usize = 4096;
 /// Changes named in the evidence (the count of the rest is said).
 const MAX_NAMED: usize = 50;
+/// Loose refs of nightshift's own (`refs/nightshift/…`) at which [`Git::pack_loose`] packs
+/// them.
+pub(crate) const PACK_LOOSE_AT: usize = 32;
 
 /// One file of the git directory as it was.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -277,6 +283,31 @@ impl Git {
         Ok(Some(found))
     }
 
+    /// Packs what a night piles up in the user's repository once [`PACK_LOOSE_AT`] of
+    /// nightshift's own refs (`refs/nightshift/…`: a preserve ref per finished attempt) are
+    /// loose, and says whether it did: those refs into `packed-refs`, and the loose objects
+    /// (each attempt's commit, fetched from its clone) into a pack. Every ref listing (the
+    /// snapshot's `for-each-ref`, twice per session) reads each loose ref as a file of its own,
+    /// and every fetch reads the commit of every ref (a loose one inflated from a file of its
+    /// own): a thousand items would pay for a thousand files, twice, at every step. Nothing
+    /// moves: ref values are the same (a snapshot taken before compares equal after), the user's
+    /// own refs are not packed, and the objects are packed by git's `loose-objects` maintenance
+    /// task, made to run beside other git processes (a loose object is deleted only once a
+    /// pack held it before the task began). A git without `pack-refs --include` (before 2.42)
+    /// packs no refs; a failure of either step leaves things as they were.
+    pub fn pack_loose(&self, common_dir: &Path) -> bool {
+        if loose_refs(&common_dir.join("refs/nightshift"), PACK_LOOSE_AT) < PACK_LOOSE_AT {
+            return false;
+        }
+        let objects = self
+            .run(&["maintenance", "run", "--task=loose-objects", "--quiet"])
+            .is_ok();
+        let refs = self
+            .run(&["pack-refs", "--include=refs/nightshift/*"])
+            .is_ok();
+        objects || refs
+    }
+
     /// Every ref of the repository (per-worktree ones of this checkout included).
     fn all_refs(&self) -> Result<BTreeMap<String, RefState>, GitError> {
         let out = self.run(&[
@@ -381,6 +412,30 @@ fn read_files(common_dir: &Path) -> BTreeMap<String, FileState> {
         }
     }
     files
+}
+
+/// How many loose ref files lie under `dir`, counted up to `enough`.
+fn loose_refs(dir: &Path, enough: usize) -> usize {
+    let mut stack = vec![dir.to_owned()];
+    let mut found = 0;
+    while let Some(dir) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            match entry.file_type() {
+                Ok(kind) if kind.is_dir() => stack.push(entry.path()),
+                Ok(kind) if kind.is_file() => {
+                    found += 1;
+                    if found >= enough {
+                        return found;
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    found
 }
 
 fn file_state(path: &Path) -> Option<FileState> {

@@ -464,3 +464,56 @@ fn nightshifts_git_in_a_clone_reads_objects_as_written_not_as_its_replace_refs_s
         "nightshift's git does not"
     );
 }
+
+#[test]
+fn loose_refs_and_objects_are_packed_at_the_threshold_and_a_packed_ref_deleted_is_put_back() {
+    let (dir, git) = repo();
+    let root = dir.path();
+    let common = git.common_dir().unwrap();
+    let head = git.resolve("HEAD").unwrap().unwrap();
+    let preserve = |i: usize| format!("refs/nightshift/preserve/i{i}/1");
+    for i in 0..tamper::PACK_LOOSE_AT - 1 {
+        git.set_ref(&preserve(i), &head).unwrap();
+    }
+    assert!(!git.pack_loose(&common), "below the threshold");
+    assert!(common.join(preserve(0)).is_file());
+    git.set_ref(&preserve(tamper::PACK_LOOSE_AT), &head)
+        .unwrap();
+    git.set_ref("refs/heads/topic", &head).unwrap();
+    let before = git.control_plane(&common, &[]).unwrap();
+
+    assert!(git.pack_loose(&common));
+    assert!(!common.join(preserve(0)).exists(), "packed, not loose");
+    let packed = std::fs::read_to_string(common.join("packed-refs")).unwrap();
+    assert!(packed.contains(&preserve(0)), "{packed}");
+    assert!(
+        common.join("refs/heads/topic").is_file(),
+        "the user's refs are not packed"
+    );
+    assert_eq!(git.resolve(&preserve(0)).unwrap(), Some(head.clone()));
+    let counts = plain_git(root, &["count-objects", "-v"]);
+    assert!(
+        counts.lines().any(|l| l == "packs: 1"),
+        "the loose objects are packed: {counts}"
+    );
+    let scratch = root.join("s.index");
+    assert_eq!(
+        git.tampering_since(&before, "refs/nightshift/tampered/x/1", &scratch)
+            .unwrap(),
+        None,
+        "packing moves no ref"
+    );
+
+    // A session deleting a packed preserve ref is still found, and the ref put back.
+    plain_git(root, &["update-ref", "-d", &preserve(0)]);
+    let found = git
+        .tampering_since(&before, "refs/nightshift/tampered/x/1", &scratch)
+        .unwrap()
+        .expect("tampering found");
+    let said = found.changes.join("\n");
+    assert!(
+        said.contains(&format!("ref {} deleted", preserve(0))),
+        "{said}"
+    );
+    assert_eq!(git.resolve(&preserve(0)).unwrap(), Some(head));
+}

@@ -707,6 +707,18 @@ impl Store {
         Ok(rows.collect::<Result<_, _>>()?)
     }
 
+    /// One item of a run (its primary key: no read of the other items).
+    pub fn item(&self, run_id: &str, id: &str) -> Result<Option<ItemRow>, StoreError> {
+        Ok(self
+            .conn
+            .query_row(
+                &format!("SELECT {ITEM_COLUMNS} FROM items WHERE run_id = ?1 AND id = ?2"),
+                params![run_id, id],
+                item_row,
+            )
+            .optional()?)
+    }
+
     /// The first item of a run (plan order) in `state`: what the scheduler looks for at every
     /// step, without reading the other items.
     pub fn first_item(

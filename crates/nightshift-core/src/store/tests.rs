@@ -567,6 +567,10 @@ fn a_step_reads_the_items_and_events_it_needs_and_no_others() {
     );
     assert_eq!(store.first_item("r1", ItemState::Shipped).unwrap(), None);
     assert_eq!(store.first_item("r2", ItemState::Queued).unwrap(), None);
+    assert_eq!(store.item("r1", "b").unwrap(), Some(running.clone()));
+    assert_eq!(store.item("r1", "c").unwrap().unwrap().position, 2);
+    assert_eq!(store.item("r1", "d").unwrap(), None);
+    assert_eq!(store.item("r2", "b").unwrap(), None);
     assert_eq!(store.count_items("r1", ItemState::Queued).unwrap(), (3, 2));
     assert_eq!(store.count_items("r2", ItemState::Queued).unwrap(), (0, 0));
     let seqs = |events: Vec<Event>| events.iter().map(|e| e.seq).collect::<Vec<_>>();
@@ -601,6 +605,22 @@ fn a_step_reads_the_items_and_events_it_needs_and_no_others() {
                 .unwrap()
         ),
         [2, 4]
+    );
+    assert_eq!(
+        seqs(
+            store
+                .attempt_events("r1", "b", 1, Some("attempt_started"))
+                .unwrap()
+        ),
+        [2]
+    );
+    assert_eq!(
+        seqs(
+            store
+                .attempt_events("r1", "b", 1, Some("session_ended"))
+                .unwrap()
+        ),
+        Vec::<i64>::new()
     );
 }
 

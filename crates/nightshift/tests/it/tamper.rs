@@ -393,3 +393,48 @@ fn with_confinement_the_attacks_outside_the_clone_are_refused_and_nothing_change
     }
     assert!(receipt.contains("\"landlock"), "{receipt}");
 }
+
+#[test]
+fn a_long_night_packs_its_preserve_refs_and_a_session_deleting_them_is_still_put_back() {
+    let repo = Repo::new(&project());
+    // 33 items ship first, each leaving a preserve ref (past the packing threshold, 32), then
+    // `bad` deletes every preserve ref, packed or loose.
+    let mut ids: Vec<String> = (0..33).map(|i| format!("i{i:02}")).collect();
+    ids.extend(["bad".to_owned(), "good".to_owned()]);
+    let attack = "for r in $(git -C \"$root\" for-each-ref --format='%(refname)' refs/nightshift/preserve/); do git -C \"$root\" update-ref -d \"$r\"; done";
+    let items: Vec<&str> = ids.iter().map(String::as_str).collect();
+    repo.configure(&hostile(&repo, attack, &items));
+    let out = repo.run(&["run"]);
+    let said = text(&out);
+    let packed = std::fs::read_to_string(repo.root.join(".git/packed-refs")).unwrap_or_default();
+    assert!(
+        packed.contains("refs/nightshift/preserve/i00/1"),
+        "the preserve refs were packed: {packed}\n{said}"
+    );
+    let shipped = repo.shipped_items();
+    assert_eq!(shipped.len(), 34, "{shipped:?}\n{said}");
+    assert!(!shipped.contains(&"bad".to_owned()), "{said}");
+    assert_eq!(
+        attempt_halt(&repo, "bad").as_deref(),
+        Some("control_plane_tampered"),
+        "{said}"
+    );
+    let found = tamperings(&repo);
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert!(
+        found[0]
+            .1
+            .iter()
+            .any(|c| c.contains("ref refs/nightshift/preserve/i00/1 deleted")),
+        "{found:?}"
+    );
+    // Every shipped item's preserve ref is back, at the commit it was kept at.
+    for e in repo.store().events_after(0, 100_000).unwrap() {
+        if let EventKind::Preserved {
+            ref_name, commit, ..
+        } = e.kind
+        {
+            assert_eq!(repo.git(&["rev-parse", &ref_name]).trim(), commit, "{said}");
+        }
+    }
+}
