@@ -486,9 +486,10 @@ impl Engine<'_> {
     /// Whether a session of this attempt that tried to resume CLI session `id` ended with the
     /// CLI saying it cannot (`resume_unavailable`).
     fn resume_refused(&self, item: &str, attempt: u32, id: &str) -> Result<bool, EngineError> {
+        // The attempt's own session ends (indexed), not every session end of the run.
         Ok(self
             .store
-            .run_events(&self.run_id(), &["session_ended"])?
+            .attempt_events(&self.run_id(), item, attempt, Some("session_ended"))?
             .iter()
             .any(|e| {
                 matches!(

@@ -762,18 +762,6 @@ impl Store {
         Ok(rows.collect::<Result<_, _>>()?)
     }
 
-    /// One item of a run.
-    pub fn item(&self, run_id: &str, item: &str) -> Result<Option<ItemRow>, StoreError> {
-        Ok(self
-            .conn
-            .query_row(
-                &format!("SELECT {ITEM_COLUMNS} FROM items WHERE run_id = ?1 AND id = ?2"),
-                params![run_id, item],
-                item_row,
-            )
-            .optional()?)
-    }
-
     /// How many items a run has, and how many of them are in `state`.
     pub fn count_items(
         &self,
