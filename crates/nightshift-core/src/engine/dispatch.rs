@@ -358,8 +358,12 @@ impl Engine<'_> {
                 if self.admit_beside(&running)? {
                     continue;
                 }
-                self.service(true)?;
-                continue;
+                if busy {
+                    self.service(true)?;
+                    continue;
+                }
+                // Nothing runs and no admitted item could be stepped (one without an open
+                // attempt): go on as the queue says rather than wait for nothing.
             }
             // Review debt is a queue that blocks: it is paid before new work starts.
             if let Some(debt) = self.next_debt()? {
