@@ -330,13 +330,7 @@ fn kept_work(
 }
 
 fn message(item: &ItemRow, run_id: &str, attempt: u32, verb: &str) -> String {
-    let first = item
-        .prompt
-        .lines()
-        .find(|l| !l.trim().is_empty())
-        .unwrap_or("")
-        .trim();
-    let summary: String = first.chars().take(64).collect();
+    let (summary, _) = crate::git::message::prompt_subject(&item.prompt, 64);
     format!(
         "{}: {summary}\n\n{}\n\nNightshift-Run: {run_id}\nNightshift-Item: {}\nNightshift-Attempt: {attempt}\nNightshift-Accepted: {verb}\n",
         item.id,

@@ -1074,18 +1074,8 @@ fn highest_attempt_in_git(
 }
 
 pub(super) fn commit_message(run_id: &str, item: &ItemRow, att: &AttemptRow) -> String {
-    let first = item
-        .prompt
-        .lines()
-        .find(|l| !l.trim().is_empty())
-        .unwrap_or("")
-        .trim();
-    let summary: String = first.chars().take(64).collect();
-    let ellipsis = if first.chars().count() > 64 {
-        "…"
-    } else {
-        ""
-    };
+    let (summary, cut) = crate::git::message::prompt_subject(&item.prompt, 64);
+    let ellipsis = if cut { "…" } else { "" };
     format!(
         "{}: {summary}{ellipsis}\n\n{}\n\nNightshift-Run: {}\nNightshift-Item: {}\nNightshift-Attempt: {}\n",
         item.id,

@@ -52,6 +52,20 @@ fn ceil_boundary(text: &str, mut at: usize) -> usize {
     at
 }
 
+/// A commit's subject from an item's prompt: its first non-blank line, trimmed, cut at `max`
+/// characters; and whether it was cut.
+pub fn prompt_subject(prompt: &str, max: usize) -> (String, bool) {
+    let first = prompt
+        .lines()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("")
+        .trim();
+    (
+        first.chars().take(max).collect(),
+        first.chars().count() > max,
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
