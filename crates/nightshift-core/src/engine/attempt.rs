@@ -952,9 +952,19 @@ impl Engine<'_> {
                 ),
             );
         }
-        wt.stage_and_commit(&commit_message(&self.run_id(), item, att))?;
+        let message = commit_message(&self.run_id(), item, att);
+        // Where the agent left the clone's history alone, the work is committed straight into
+        // the user's object store (no fetch); else in the clone, and fetched below.
+        let direct = wt.commit_into_user_store(&self.common_dir, &att.base, &message)?;
+        if direct.is_none() {
+            wt.stage_and_commit(&message)?;
+        }
         // A gitlink the agent committed itself (`git add sub && git commit`).
-        let links = wt.new_gitlinks(&att.base, "HEAD")?;
+        let links = match direct.as_deref() {
+            Some(head) if head == att.base => Vec::new(),
+            Some(head) => wt.new_gitlinks(&att.base, head)?,
+            None => wt.new_gitlinks(&att.base, "HEAD")?,
+        };
         if !links.is_empty() {
             return self.park(
                 att,
@@ -965,16 +975,28 @@ impl Engine<'_> {
                 ),
             );
         }
-        let (head, descends) = wt.head_descending_from(&att.base)?;
-        if descends && wt.pristine().is_some() {
-            // The work into the user's repository (nightshift's ref; the agent never wrote it).
-            self.git.fetch_from_clone(
-                &self.common_dir,
-                Path::new(&att.worktree),
-                "HEAD",
-                &format!("refs/heads/{}", att.branch),
-            )?;
-        }
+        let (head, descends) = match direct {
+            // Made on the base by nightshift's own commit, already in the user's store.
+            Some(head) => {
+                self.git
+                    .set_ref(&format!("refs/heads/{}", att.branch), &head)?;
+                (head, true)
+            }
+            None => {
+                let (head, descends) = wt.head_descending_from(&att.base)?;
+                if descends && wt.pristine().is_some() {
+                    // The work into the user's repository (nightshift's ref; the agent never
+                    // wrote it).
+                    self.git.fetch_from_clone(
+                        &self.common_dir,
+                        Path::new(&att.worktree),
+                        "HEAD",
+                        &format!("refs/heads/{}", att.branch),
+                    )?;
+                }
+                (head, descends)
+            }
+        };
         if !descends {
             // Only work built on the base can be squashed onto the target: a candidate that
             // rewrote history below it would silently revert the target.

@@ -13,9 +13,10 @@ use crate::session::ProcessSpec;
 impl Engine<'_> {
     /// Makes the attempt's checkout at `path` (which must not exist): a finished attempt's
     /// clone from the pool, reset to `base` on `branch` ([`Git::clone_reset`]: nothing of its
-    /// previous agent is left), or, when the pool has none or its reset fails, a fresh clone.
-    /// Either way the index as made is copied out of the agent's reach for the clone's next
-    /// reuse.
+    /// previous agent is left), or, when the pool has none or its reset fails (or the
+    /// repository is too small for the pool to pay, [`crate::git::pool::pool_pays`]), a fresh
+    /// clone. Where the pool pays, the index as made is copied out of the agent's reach for
+    /// the clone's next reuse.
     pub(super) fn make_checkout(
         &mut self,
         att: &crate::store::AttemptRow,
@@ -24,7 +25,8 @@ impl Engine<'_> {
         let (branch, base) = (att.branch.as_str(), att.base.as_str());
         let pool = ClonePool::new(self.ws.pool());
         let mut made = false;
-        if let Some(taken) = pool.take(path) {
+        let pooled = crate::git::pool::pool_pays(&self.common_dir);
+        if let Some(taken) = pooled.then(|| pool.take(path)).flatten() {
             let reset =
                 self.git
                     .clone_reset(&self.common_dir, path, branch, base, taken.index.as_deref());
@@ -60,7 +62,7 @@ impl Engine<'_> {
             self.git.clone_add(&self.common_dir, path, branch, base)?;
         }
         match pool.held_index(path) {
-            Some(held) if Git::save_clone_index(path, &held).is_ok() => {}
+            Some(held) if pooled && Git::save_clone_index(path, &held).is_ok() => {}
             _ => pool.drop_held(path),
         }
         Ok(())

@@ -197,6 +197,12 @@ impl Engine<'_> {
         let Some(merged) = att.merged.as_deref() else {
             return Ok(false);
         };
+        // Its keep-alive ref still naming it is enough (read from the files, no git call): git
+        // refuses to write a ref to a missing object, and no gc deletes what a ref names.
+        let kept = merge_ref(&att.item, att.attempt);
+        if self.git.resolve_ref(&self.common_dir, &kept)?.as_deref() == Some(merged) {
+            return Ok(false);
+        }
         Ok(self.git.resolve(merged)?.is_none())
     }
 

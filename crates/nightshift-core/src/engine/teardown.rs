@@ -470,7 +470,7 @@ impl Housekeeping<'_> {
                 self.clock.wall().as_nanosecond(),
                 std::process::id()
             );
-            if pool.put(path, &unique) {
+            if crate::git::pool::pool_pays(self.common_dir) && pool.put(path, &unique) {
                 return Ok(());
             }
             pool.drop_held(path);

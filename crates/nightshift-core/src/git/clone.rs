@@ -76,6 +76,41 @@ impl Pristine {
     }
 }
 
+/// The loose ref file of the branch the clone's HEAD names, when HEAD is a plain file naming a
+/// branch whose ref is a plain file holding `base`, with no link on the way (a link would make
+/// nightshift read, and then write, a file outside the clone). A loose ref is what git reads
+/// before `packed-refs`, so git agrees that HEAD is `base`.
+fn branch_file_at(git_dir: &Path, base: &str) -> Option<PathBuf> {
+    let plain = |path: &Path| -> Option<String> {
+        let meta = std::fs::symlink_metadata(path).ok()?;
+        if !meta.is_file() || meta.len() > 4096 {
+            return None;
+        }
+        std::fs::read_to_string(path).ok()
+    };
+    let head = plain(&git_dir.join("HEAD"))?;
+    let name = head.strip_prefix("ref: ")?.strip_suffix('\n')?;
+    let rest = name.strip_prefix("refs/heads/")?;
+    if rest
+        .split('/')
+        .any(|c| c.is_empty() || c.starts_with('.') || c.ends_with(".lock"))
+        || name.contains(['\\', ' ', '\0', ':', '~', '^', '?', '*', '['])
+    {
+        return None;
+    }
+    let mut dir = git_dir.to_owned();
+    let mut parts: Vec<&str> = name.split('/').collect();
+    let file = parts.pop()?;
+    for part in parts {
+        dir.push(part);
+        if !super::pool::real_dir(&dir) {
+            return None;
+        }
+    }
+    let path = dir.join(file);
+    (plain(&path)?.trim_end() == base).then_some(path)
+}
+
 /// Writes `bytes` to `path` unless it already holds exactly them (a link or a directory
 /// there is replaced).
 fn rewrite(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
@@ -149,8 +184,11 @@ impl Git {
         Ok(())
     }
 
-    /// `git init` of a clone's git directory at `path` as nightshift makes it: no templates,
-    /// its pristine config and alternates, `branch` at `base`; the git of the clone.
+    /// The git directory of a clone at `path` as nightshift makes it, written without running
+    /// git (what `git init --template=` writes, then [`Pristine`]): `HEAD` on `branch`, its
+    /// pristine config and alternates, empty `objects/` and `refs/`, and `branch` at `base`
+    /// (a loose ref: the clone's refs are files). Returns the git of the clone. The `.git`
+    /// must not exist.
     fn clone_init(
         &self,
         common_dir: &Path,
@@ -158,29 +196,28 @@ impl Git {
         branch: &str,
         base: &str,
     ) -> Result<Git, GitError> {
-        let sha256 = self.sha256_repo(common_dir);
-        let mut init = vec![
-            "init".to_owned(),
-            "--quiet".into(),
-            // No templates: no hooks, no info/exclude the user's global template would add.
-            "--template=".into(),
-            format!("--initial-branch={branch}"),
-        ];
-        if sha256 {
-            init.push("--object-format=sha256".into());
-        }
-        init.push(path.to_string_lossy().into_owned());
-        self.run(&init)?;
+        let git_dir = path.join(".git");
+        let made = (|| -> std::io::Result<()> {
+            std::fs::create_dir_all(path)?;
+            std::fs::create_dir(&git_dir)?;
+            for dir in ["objects/info", "objects/pack", "refs/heads", "refs/tags"] {
+                std::fs::create_dir_all(git_dir.join(dir))?;
+            }
+            std::fs::write(git_dir.join("HEAD"), format!("ref: refs/heads/{branch}\n"))?;
+            let branch_ref = git_dir.join("refs/heads").join(branch);
+            if let Some(parent) = branch_ref.parent() {
+                std::fs::create_dir_all(parent)?;
+            }
+            std::fs::write(branch_ref, format!("{base}\n"))
+        })();
         let clone = self.checkout_at(common_dir, path);
         // The pristine config and alternates are written before the first call in the clone.
-        if let Some(p) = clone.pristine() {
-            p.restore().map_err(|source| GitError::Spawn {
-                args: "init".into(),
-                dir: path.to_owned(),
-                source,
-            })?;
-        }
-        clone.run(&["update-ref", &format!("refs/heads/{branch}"), base])?;
+        let made = made.and_then(|()| clone.pristine().map_or(Ok(()), Pristine::restore));
+        made.map_err(|source| GitError::Spawn {
+            args: "init".into(),
+            dir: path.to_owned(),
+            source,
+        })?;
         Ok(clone)
     }
 
@@ -191,7 +228,7 @@ impl Git {
     ///    deletes the clone);
     /// 2. its `.git` is deleted whole (config, alternates, hooks, `info/`, refs, reflogs,
     ///    `packed-refs`, `refs/replace`, `shallow`, grafts, its own objects, commit-graph,
-    ///    index) and made again by `git init --template=` as a fresh clone's;
+    ///    index) and made again as a fresh clone's ([`Git::clone_init`]);
     /// 3. `index` — nightshift's copy of the index as the clone's last reset left it, kept
     ///    out of the agent's reach — is installed with its own mtime (git's racy-entry rule
     ///    then re-reads any file written in the second the copy was taken), unless the
@@ -294,6 +331,61 @@ impl Git {
         tmp.push(".tmp");
         std::fs::copy(path.join(".git/index"), &tmp)?;
         std::fs::rename(&tmp, to)
+    }
+
+    /// Commits the work of this clone (its git, [`Git::checkout_at`]) straight into the user's
+    /// object store, `common_dir/objects`, on `base`: `add --all` and `commit` run with that
+    /// store as their only object directory, and the clone's branch moves to the commit as
+    /// usual. No fetch is then needed to bring the work over (a fetch from the clone cost as
+    /// much as the rest of an item's git calls together, issue 14), and nothing of the clone's
+    /// own object store is read: an object the agent planted there is never shipped, and an
+    /// index entry naming an object the user's store lacks fails the commit.
+    ///
+    /// `None` (nothing done) unless the clone is as nightshift left it for the session apart
+    /// from its files and index: HEAD its branch, at `base` (both plain files), no merge,
+    /// cherry-pick, revert or rebase under way. The caller then commits in the clone and
+    /// fetches ([`Git::stage_and_commit`], [`Git::fetch_from_clone`]): the agent's own commits
+    /// live only in the clone's store. Otherwise HEAD afterwards: `base` itself when there was
+    /// nothing to commit.
+    pub fn commit_into_user_store(
+        &self,
+        common_dir: &Path,
+        base: &str,
+        message: &str,
+    ) -> Result<Option<String>, GitError> {
+        let objects = common_dir.join("objects");
+        if self.pristine().is_none() || !objects.is_absolute() {
+            return Ok(None);
+        }
+        let git_dir = self.dir().join(".git");
+        let Some(branch_ref) = branch_file_at(&git_dir, base) else {
+            return Ok(None);
+        };
+        let busy = [
+            "MERGE_HEAD",
+            "CHERRY_PICK_HEAD",
+            "REVERT_HEAD",
+            "rebase-merge",
+            "rebase-apply",
+            "sequencer",
+        ];
+        if busy
+            .iter()
+            .any(|f| std::fs::symlink_metadata(git_dir.join(f)).is_ok())
+        {
+            return Ok(None);
+        }
+        let env = [("GIT_OBJECT_DIRECTORY", objects.as_os_str())];
+        self.stage_and_commit_env(message, &env)?;
+        // HEAD is the branch, a plain file that `commit` rewrote (or left at `base`).
+        let head = std::fs::read_to_string(&branch_ref)
+            .ok()
+            .map(|s| s.trim_end().to_owned())
+            .filter(|s| s.len() >= 40 && s.bytes().all(|b| b.is_ascii_hexdigit()));
+        match head {
+            Some(head) => Ok(Some(head)),
+            None => Ok(self.resolve("HEAD")?),
+        }
     }
 
     /// Brings `clone_ref` of the clone at `clone` into this repository as `local_ref`

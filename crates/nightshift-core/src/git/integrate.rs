@@ -143,17 +143,18 @@ impl<'g> Integrator<'g> {
     /// moves by compare-and-swap.
     pub fn land(&self, target: &str, merged: &str, onto: &str) -> Result<Landing, GitError> {
         let refname = format!("refs/heads/{target}");
-        let checkout = self
-            .git
-            .worktree_list()?
-            .into_iter()
-            .find(|w| w.branch.as_deref() == Some(target) && !w.prunable);
-        let tip = match checkout.as_ref().and_then(|w| w.head.clone()) {
-            Some(head) => head,
-            None => match self.tip(target)? {
-                Some(tip) => tip,
-                None => return Ok(Landing::Gone),
-            },
+        let checkout = match checkout_from_files(self.common_dir, target) {
+            Some(path) => path,
+            None => self
+                .git
+                .worktree_list()?
+                .into_iter()
+                .find(|w| w.branch.as_deref() == Some(target) && !w.prunable)
+                .map(|w| w.path),
+        };
+        // A checkout's HEAD names the branch: its commit is the branch's.
+        let Some(tip) = self.tip(target)? else {
+            return Ok(Landing::Gone);
         };
         // merged's parent is onto, so while the tip is still onto the effect has not happened.
         if tip == merged || (tip != onto && self.git.is_ancestor(merged, &tip)?) {
@@ -162,14 +163,19 @@ impl<'g> Integrator<'g> {
         if tip != onto {
             return Ok(Landing::Moved { tip });
         }
-        let Some(w) = checkout else {
+        let Some(checkout) = checkout else {
             return self.compare_and_swap(&refname, target, merged, onto);
         };
-        let user = self.git.at(&w.path);
+        let user = self.git.at(&checkout);
+        // git's own fast-forward never moves a file under uncommitted work (it refuses, and
+        // leaves everything as it was) and carries edits to other files over: tried first, the
+        // checkout's state is asked only when it refuses, to say why.
+        let refused = match user.merge_ff_only(merged) {
+            Ok(()) => return Ok(Landing::Landed),
+            Err(error) => error,
+        };
         let dirty = user.dirty_tracked_paths()?;
-        // The user's uncommitted edits that the fast-forward would have to move. Edits to
-        // other files do not block: the fast-forward leaves them as they are (git refuses,
-        // and the landing is refused, if it would overwrite one).
+        // The user's uncommitted edits that the fast-forward would have to move.
         let blocking: Vec<String> = if dirty.is_empty() {
             Vec::new()
         } else {
@@ -189,22 +195,21 @@ impl<'g> Integrator<'g> {
             }
             return Ok(landing);
         }
+        if self.tip(target)?.as_deref() != Some(onto) {
+            return Ok(Landing::Lost {
+                why: refused.to_string(),
+            });
+        }
         if !blocking.is_empty() {
             return Ok(Landing::Dirty {
-                checkout: w.path,
+                checkout,
                 paths: blocking,
             });
         }
-        match user.merge_ff_only(merged) {
-            Ok(()) => Ok(Landing::Landed),
-            Err(error) if self.tip(target)?.as_deref() != Some(onto) => Ok(Landing::Lost {
-                why: error.to_string(),
-            }),
-            Err(error) => Ok(Landing::FastForwardRefused {
-                checkout: w.path,
-                error,
-            }),
-        }
+        Ok(Landing::FastForwardRefused {
+            checkout,
+            error: refused,
+        })
     }
 
     /// `update-ref refname merged onto`; a refusal is a lost race when the ref moved, else the
@@ -222,6 +227,46 @@ impl<'g> Integrator<'g> {
             Err(why) => Landing::Stuck { why },
         })
     }
+}
+
+/// Where `target` is checked out, read from the worktrees' `HEAD` files as `git worktree list`
+/// would say (`Some(None)`: nowhere; a worktree whose directory is gone is not one). `None`
+/// where the files cannot say: a reftable repository, a git directory not named `.git` (a
+/// separate git dir, a bare repository), an unreadable file.
+fn checkout_from_files(common_dir: &Path, target: &str) -> Option<Option<PathBuf>> {
+    if common_dir.join("reftable").exists() || common_dir.file_name()? != ".git" {
+        return None;
+    }
+    let config = std::fs::read_to_string(common_dir.join("config")).ok()?;
+    let normalized = config.to_ascii_lowercase().replace([' ', '\t'], "");
+    if normalized.contains("bare=true") || normalized.contains("worktree=") {
+        return None;
+    }
+    let wanted = format!("ref: refs/heads/{target}");
+    let names = |head: &Path| -> Option<bool> {
+        Some(std::fs::read_to_string(head).ok()?.trim_end() == wanted)
+    };
+    if names(&common_dir.join("HEAD"))? {
+        return Some(Some(common_dir.parent()?.to_owned()));
+    }
+    let linked = match std::fs::read_dir(common_dir.join("worktrees")) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Some(None),
+        Err(_) => return None,
+    };
+    let mut admin: Vec<PathBuf> = linked.flatten().map(|e| e.path()).collect();
+    admin.sort();
+    for dir in admin {
+        if !names(&dir.join("HEAD"))? {
+            continue;
+        }
+        let gitdir = std::fs::read_to_string(dir.join("gitdir")).ok()?;
+        let dot_git = PathBuf::from(gitdir.trim_end());
+        if dot_git.exists() {
+            return Some(Some(dot_git.parent()?.to_owned()));
+        }
+    }
+    Some(None)
 }
 
 #[cfg(test)]

@@ -23,6 +23,29 @@ use std::path::{Path, PathBuf};
 /// How many clones the pool keeps; the clones of further finished attempts are deleted.
 pub const POOL_MAX: usize = 3;
 
+/// Below this many tracked files a fresh clone costs less than resetting a pooled one: a
+/// fresh clone is one git call (`read-tree -u`) that writes every file, a reset is five
+/// (`diff-index`, `clean`, `read-tree`, `clean`, `status`, [`super::Git::clone_reset`]) that
+/// write only what the agent touched; both write the clone's `.git` anew. Five git calls cost
+/// ≈ 8–10 ms, a small file ≈ 75 µs to write (decision 104): the two meet near a hundred files.
+pub const POOL_MIN_FILES: u32 = 64;
+
+/// Whether pooling clones pays for the repository whose git directory is `common_dir`: it
+/// tracks at least [`POOL_MIN_FILES`] files, read from its index's header (no git call).
+/// An index that cannot be read (none, a linked worktree's, a split one) says yes: the pool
+/// is never wrong, only sometimes slower.
+pub fn pool_pays(common_dir: &Path) -> bool {
+    use std::io::Read;
+    let mut header = [0u8; 12];
+    let read = std::fs::File::open(common_dir.join("index"))
+        .and_then(|mut f| f.read_exact(&mut header));
+    if read.is_err() || &header[..4] != b"DIRC" {
+        return true;
+    }
+    let entries = u32::from_be_bytes([header[8], header[9], header[10], header[11]]);
+    entries >= POOL_MIN_FILES
+}
+
 /// The pool of reusable clones in `dir` (`.nightshift/pool`).
 #[derive(Debug, Clone)]
 pub struct ClonePool {

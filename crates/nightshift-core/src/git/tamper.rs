@@ -51,9 +51,9 @@ struct EntryState {
 
 /// A ref: what it points at, and the ref it names when symbolic.
 #[derive(Debug, Clone, PartialEq, Eq)]
-struct RefState {
-    oid: String,
-    symref: Option<String>,
+pub(super) struct RefState {
+    pub(super) oid: String,
+    pub(super) symref: Option<String>,
 }
 
 /// What nightshift saw outside an attempt's checkout before a session.
@@ -125,7 +125,7 @@ impl Git {
         Ok(ControlPlane {
             common_dir: common_dir.to_owned(),
             files: read_files(common_dir),
-            refs: self.all_refs()?,
+            refs: self.all_refs(common_dir)?,
             checkout: self.checkout_state()?,
             own_refs: own_refs.to_vec(),
         })
@@ -172,7 +172,7 @@ impl Git {
             }
         }
         // 2. Refs (the files above are back, so git reads only what the user configured).
-        let refs = self.all_refs()?;
+        let refs = self.all_refs(&before.common_dir)?;
         let own = |name: &str| before.own_refs.iter().any(|r| r == name);
         let mut transaction = String::new();
         let mut undone = Vec::new();
@@ -308,8 +308,18 @@ impl Git {
         objects || refs
     }
 
-    /// Every ref of the repository (per-worktree ones of this checkout included).
-    fn all_refs(&self) -> Result<BTreeMap<String, RefState>, GitError> {
+    /// Every ref of the repository (per-worktree ones of this checkout included): read from
+    /// the ref files where they say what `for-each-ref` would ([`refs_from_files`]), else
+    /// asked of git. Twice per session, so a git call saved here is two per item.
+    fn all_refs(&self, common_dir: &Path) -> Result<BTreeMap<String, RefState>, GitError> {
+        if let Some(refs) = refs_from_files(self.dir(), common_dir) {
+            return Ok(refs);
+        }
+        self.refs_from_git()
+    }
+
+    /// Every ref, as `for-each-ref` lists them.
+    pub(super) fn refs_from_git(&self) -> Result<BTreeMap<String, RefState>, GitError> {
         let out = self.run(&[
             "for-each-ref",
             "--format=%(objectname)%00%(refname)%00%(symref)",
@@ -380,6 +390,154 @@ impl Git {
 
 /// The files of the git directory an agent could plant something in: `config`,
 /// `config.worktree`, `HEAD`, and everything under `info/` and `hooks/`.
+/// Entries read from `refs/` by [`refs_from_files`] before it leaves the answer to git.
+const MAX_REF_FILES: usize = 100_000;
+
+/// Every ref as `git for-each-ref` run in `checkout` lists it (name, commit, the ref a
+/// symbolic one names), read from `packed-refs` and the loose files under `refs/`, a loose ref
+/// shadowing its packed value — as git reads them, skipping what git skips: a name
+/// `check-ref-format` refuses, a `.lock` file, a file that holds no object name, a symbolic
+/// ref that leads nowhere. `None` where the files cannot be taken for git's answer: a
+/// reftable repository (or any `refStorage` setting), a checkout that is not the main
+/// worktree (its own per-worktree refs live elsewhere), a link among the refs (git's legacy
+/// symbolic refs), an unreadable file or directory, more than [`MAX_REF_FILES`] entries.
+pub(super) fn refs_from_files(checkout: &Path, common_dir: &Path) -> Option<BTreeMap<String, RefState>> {
+    if common_dir.join("reftable").exists() {
+        return None;
+    }
+    let dot_git = checkout.join(".git");
+    let main_worktree = std::fs::symlink_metadata(&dot_git).is_ok_and(|m| m.is_dir())
+        && std::fs::canonicalize(&dot_git).ok()? == std::fs::canonicalize(common_dir).ok()?;
+    if !main_worktree {
+        return None;
+    }
+    let config = std::fs::read_to_string(common_dir.join("config")).ok()?;
+    if config.to_ascii_lowercase().contains("refstorage") {
+        return None;
+    }
+    // Loose refs first, then `packed-refs`: a `pack-refs` running meanwhile writes the packed
+    // file before it deletes the loose ones, so a ref is seen in one or the other.
+    let mut raw: BTreeMap<String, String> = BTreeMap::new();
+    let mut seen = 0;
+    loose_refs_into(&common_dir.join("refs"), "refs", &mut raw, &mut seen)?;
+    match std::fs::read_to_string(common_dir.join("packed-refs")) {
+        Ok(text) => {
+            for line in text.lines() {
+                if line.starts_with('#') || line.starts_with('^') || line.is_empty() {
+                    continue;
+                }
+                let (oid, name) = line.split_once(' ')?;
+                if !is_oid(oid) {
+                    return None;
+                }
+                if valid_ref_name(name) && !raw.contains_key(name) {
+                    raw.insert(name.to_owned(), oid.to_owned());
+                }
+            }
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(_) => return None,
+    }
+    let mut refs = BTreeMap::new();
+    for (name, value) in &raw {
+        let Some(target) = value.strip_prefix("ref: ") else {
+            if is_oid(value) {
+                refs.insert(
+                    name.clone(),
+                    RefState {
+                        oid: value.clone(),
+                        symref: None,
+                    },
+                );
+            }
+            continue;
+        };
+        // Followed as git does, a few levels deep; one that leads nowhere is not listed.
+        let mut next = target;
+        for _ in 0..5 {
+            match raw.get(next).map(|v| (v.strip_prefix("ref: "), v)) {
+                Some((Some(further), _)) => next = further,
+                Some((None, oid)) if is_oid(oid) => {
+                    refs.insert(
+                        name.clone(),
+                        RefState {
+                            oid: oid.clone(),
+                            symref: Some(target.to_owned()),
+                        },
+                    );
+                    break;
+                }
+                _ => break,
+            }
+        }
+    }
+    Some(refs)
+}
+
+/// The loose refs under `dir` (named `prefix/…`) into `raw`: a file's object name, or its
+/// `ref: <name>` when symbolic, or what a broken one holds (listed by nobody).
+fn loose_refs_into(
+    dir: &Path,
+    prefix: &str,
+    raw: &mut BTreeMap<String, String>,
+    seen: &mut usize,
+) -> Option<()> {
+    let entries = match std::fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Some(()),
+        Err(_) => return None,
+    };
+    for entry in entries {
+        let entry = entry.ok()?;
+        *seen += 1;
+        if *seen > MAX_REF_FILES {
+            return None;
+        }
+        let file_name = entry.file_name();
+        let name = format!("{prefix}/{}", file_name.to_str()?);
+        let kind = entry.file_type().ok()?;
+        if kind.is_symlink() {
+            return None;
+        }
+        if kind.is_dir() {
+            loose_refs_into(&entry.path(), &name, raw, seen)?;
+            continue;
+        }
+        if !kind.is_file() || !valid_ref_name(&name) {
+            continue;
+        }
+        let text = match std::fs::read_to_string(entry.path()) {
+            Ok(text) => text,
+            // Renamed or deleted by a git process meanwhile: as if read a moment later.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(_) => return None,
+        };
+        // A broken file shadows a packed value all the same: git lists neither.
+        raw.insert(name, text.trim_end().to_owned());
+    }
+    Some(())
+}
+
+/// A full object name (SHA-1 or SHA-256), lowercase hex.
+fn is_oid(s: &str) -> bool {
+    (s.len() == 40 || s.len() == 64) && s.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+}
+
+/// Whether git's `check-ref-format` takes `name` (a full name, `refs/…`).
+fn valid_ref_name(name: &str) -> bool {
+    !name.ends_with('/')
+        && !name.ends_with('.')
+        && !name.contains("..")
+        && !name.contains("@{")
+        && name != "@"
+        && !name
+            .bytes()
+            .any(|b| b < 0x20 || b == 0x7f || b" ~^:?*[\\".contains(&b))
+        && name
+            .split('/')
+            .all(|c| !c.is_empty() && !c.starts_with('.') && !c.ends_with(".lock"))
+}
+
 fn read_files(common_dir: &Path) -> BTreeMap<String, FileState> {
     let mut files = BTreeMap::new();
     for name in ["config", "config.worktree", "HEAD"] {

@@ -517,3 +517,129 @@ fn loose_refs_and_objects_are_packed_at_the_threshold_and_a_packed_ref_deleted_i
     );
     assert_eq!(git.resolve(&preserve(0)).unwrap(), Some(head));
 }
+
+#[test]
+fn the_ref_files_are_read_as_for_each_ref_lists_them_and_a_linked_checkout_asks_git() {
+    let (dir, git) = repo();
+    let root = dir.path();
+    let common = git.common_dir().unwrap();
+    let run = |args: &[&str]| plain_git(root, args);
+    run(&["branch", "packed-only"]);
+    run(&["branch", "shadowed"]);
+    run(&["pack-refs", "--all"]);
+    run(&["commit", "-q", "--allow-empty", "-m", "second"]);
+    // A loose ref newer than its packed value, a symbolic ref and a dangling one, refs under
+    // every namespace, per-worktree ones of the main worktree.
+    run(&["update-ref", "refs/heads/shadowed", "HEAD"]);
+    run(&["update-ref", "refs/remotes/origin/main", "HEAD"]);
+    run(&["symbolic-ref", "refs/remotes/origin/HEAD", "refs/remotes/origin/main"]);
+    run(&["symbolic-ref", "refs/heads/dangling", "refs/heads/nowhere"]);
+    run(&["update-ref", "refs/bisect/bad", "HEAD"]);
+    run(&["tag", "v1"]);
+    run(&["update-ref", "refs/nightshift/preserve/x/1", "HEAD~1"]);
+    // What git skips: a broken file, a name it refuses, a lock file.
+    let heads = common.join("refs/heads");
+    let head = run(&["rev-parse", "HEAD"]);
+    std::fs::write(heads.join("broken"), "garbage\n").unwrap();
+    std::fs::write(heads.join("two..dots"), format!("{head}\n")).unwrap();
+    std::fs::write(heads.join("main.lock"), format!("{head}\n")).unwrap();
+    // A linked worktree's own per-worktree ref is not the main worktree's.
+    let linked = root.join("linked");
+    run(&["worktree", "add", "-q", linked.to_str().unwrap()]);
+    plain_git(&linked, &["update-ref", "refs/bisect/linked", "HEAD"]);
+
+    let from_files = tamper::refs_from_files(root, &common).expect("read from the files");
+    let from_git = git.refs_from_git().unwrap();
+    assert_eq!(from_files, from_git);
+    assert!(from_files.contains_key("refs/heads/packed-only"));
+    assert_eq!(
+        from_files["refs/remotes/origin/HEAD"].symref.as_deref(),
+        Some("refs/remotes/origin/main")
+    );
+    assert!(!from_files.contains_key("refs/heads/dangling"));
+    assert!(!from_files.contains_key("refs/heads/broken"));
+    // The files cannot answer for a linked worktree, nor beside a link among the refs.
+    assert!(tamper::refs_from_files(&linked, &common).is_none());
+    std::os::unix::fs::symlink("main", heads.join("link")).unwrap();
+    assert!(tamper::refs_from_files(root, &common).is_none());
+}
+
+#[test]
+fn the_work_is_committed_into_the_users_store_and_a_planted_object_never_travels() {
+    let (dir, git) = repo();
+    let (common, base, path) = attempt_clone(&git, dir.path());
+    let clone = git.checkout_at(&common, &path);
+    // The agent plants, in the clone's own store, an object under the name of the content it
+    // then writes: git would take the planted object as that content, and never hash it again.
+    let loose = |oid: &str| path.join(".git/objects").join(&oid[..2]).join(&oid[2..]);
+    std::fs::write(path.join("b.txt"), "planted\n").unwrap();
+    let planted = plain_git(&path, &["hash-object", "-w", "b.txt"]);
+    std::fs::write(path.join("b.txt"), "b\n").unwrap();
+    let honest = plain_git(&path, &["hash-object", "b.txt"]);
+    std::fs::create_dir_all(loose(&honest).parent().unwrap()).unwrap();
+    std::fs::copy(loose(&planted), loose(&honest)).unwrap();
+    assert_eq!(plain_git(&path, &["cat-file", "-p", &honest]), "planted");
+    let head = clone
+        .commit_into_user_store(&common, &base, "x: b")
+        .unwrap()
+        .expect("committed directly");
+    assert_ne!(head, base);
+    // The commit, its tree and its blob are the user's store's own (no fetch needed), and the
+    // blob holds what the file holds.
+    assert_eq!(
+        git.run(&["show", &format!("{head}:b.txt")]).unwrap(),
+        "b\n"
+    );
+    assert_eq!(git.run(&["rev-parse", &format!("{head}^")]).unwrap().trim(), base);
+    let in_user_store = |oid: &str| {
+        common
+            .join("objects")
+            .join(&oid[..2])
+            .join(&oid[2..])
+            .exists()
+    };
+    assert!(in_user_store(&head));
+    assert!(in_user_store(&honest), "the blob was written anew, from the file");
+    // The clone's branch moved with it, and nothing is left to commit.
+    assert_eq!(clone.resolve("HEAD").unwrap().as_deref(), Some(head.as_str()));
+    assert_eq!(
+        clone.commit_into_user_store(&common, &base, "again").unwrap(),
+        None,
+        "HEAD is no longer the base: the caller's fetch path"
+    );
+    // An agent's own commit is the fetch path's too.
+    let (_d2, git2) = repo();
+    let root2 = git2.dir().to_owned();
+    let (common2, base2, path2) = attempt_clone(&git2, &root2);
+    std::fs::write(path2.join("c.txt"), "c\n").unwrap();
+    plain_git(&path2, &["add", "c.txt"]);
+    plain_git(&path2, &["commit", "-qm", "agent"]);
+    let clone2 = git2.checkout_at(&common2, &path2);
+    assert_eq!(
+        clone2.commit_into_user_store(&common2, &base2, "x").unwrap(),
+        None
+    );
+    // Nothing changed: no commit, the base.
+    let (_d3, git3) = repo();
+    let root3 = git3.dir().to_owned();
+    let (common3, base3, path3) = attempt_clone(&git3, &root3);
+    let clone3 = git3.checkout_at(&common3, &path3);
+    assert_eq!(
+        clone3.commit_into_user_store(&common3, &base3, "x").unwrap(),
+        Some(base3)
+    );
+}
+
+#[test]
+fn the_pool_pays_from_enough_tracked_files_and_an_unreadable_index_says_it_does() {
+    let (dir, git) = repo();
+    let common = git.common_dir().unwrap();
+    assert!(!pool::pool_pays(&common), "two files: a fresh clone is cheaper");
+    for i in 0..pool::POOL_MIN_FILES {
+        std::fs::write(dir.path().join(format!("f{i}.txt")), "f\n").unwrap();
+    }
+    plain_git(dir.path(), &["add", "-A"]);
+    assert!(pool::pool_pays(&common));
+    std::fs::write(common.join("index"), "not an index").unwrap();
+    assert!(pool::pool_pays(&common), "unknown: the pool, as before");
+}

@@ -204,16 +204,27 @@ impl Git {
 
     /// `add --all` and `commit`, nothing to commit being fine.
     pub fn stage_and_commit(&self, message: &str) -> Result<(), GitError> {
-        self.run(&["add", "--all"])?;
+        self.stage_and_commit_env(message, &[])
+    }
+
+    /// [`Git::stage_and_commit`] with extra environment (another object directory).
+    pub(super) fn stage_and_commit_env(
+        &self,
+        message: &str,
+        env: &[(&str, &OsStr)],
+    ) -> Result<(), GitError> {
+        self.run_env(&["add", "--all"], env)?;
         let message = super::message::sanitize(message);
+        let mut with_ident = ident();
+        with_ident.extend_from_slice(env);
         let out = self.output_with_input(
             &["commit", "--quiet", "--no-verify", "-F", "-"],
-            &ident(),
+            &with_ident,
             Some(message.as_bytes()),
         )?;
         if out.code != 0 {
             // Nothing staged is fine (the work may already be committed); anything else is not.
-            let staged = self.output(&["diff", "--cached", "--quiet"], &[])?;
+            let staged = self.output(&["diff", "--cached", "--quiet"], env)?;
             if staged.code != 0 {
                 return Err(GitError::Failed {
                     args: "commit".into(),
@@ -327,6 +338,9 @@ impl Git {
     /// and relative to the worktree. `git add --all` fails on one without a commit and
     /// records one with a commit as a gitlink to commits that exist nowhere else.
     pub fn nested_repositories(&self) -> Result<Vec<String>, GitError> {
+        if !may_hold_a_repository(self.dir()) {
+            return Ok(Vec::new());
+        }
         let out = self.run(&["ls-files", "--others", "--exclude-standard", "-z"])?;
         Ok(out
             .split('\0')
@@ -686,4 +700,43 @@ impl Git {
         self.run(&["update-ref", "-d", &format!("refs/heads/{branch}")])?;
         Ok(())
     }
+}
+
+/// Entries [`may_hold_a_repository`] reads before it leaves the answer to git.
+const MAX_WALKED: usize = 200_000;
+
+/// Whether some directory below `root` (not `root` itself) has an entry named `.git`: without
+/// one there is no nested repository, and `ls-files --others` (which walks the same tree, and
+/// more slowly) need not be asked. Links are not followed (git does not either); an unreadable
+/// directory, or a tree of more than [`MAX_WALKED`] entries, says "maybe".
+fn may_hold_a_repository(root: &Path) -> bool {
+    let mut dirs = vec![(root.to_owned(), true)];
+    let mut walked = 0;
+    while let Some((dir, top)) = dirs.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            return true;
+        };
+        for entry in entries {
+            let Ok(entry) = entry else {
+                return true;
+            };
+            walked += 1;
+            if walked > MAX_WALKED {
+                return true;
+            }
+            let name = entry.file_name();
+            if name == ".git" {
+                if top {
+                    continue;
+                }
+                return true;
+            }
+            match entry.file_type() {
+                Ok(kind) if kind.is_dir() => dirs.push((entry.path(), false)),
+                Ok(_) => {}
+                Err(_) => return true,
+            }
+        }
+    }
+    false
 }

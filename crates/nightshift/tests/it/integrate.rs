@@ -559,7 +559,7 @@ impl Drop for Mutable {
 
 #[test]
 fn seed_003_a_worktree_git_cannot_delete_after_the_merge_is_a_warning_not_a_crash() {
-    let mut files = project();
+    let mut files = pooled_project();
     files.push((".gitignore", ".pytest_cache/\n"));
     let repo = Repo::new(&files);
     repo.agent("b", &solves("b"));

@@ -6,7 +6,7 @@
 
 use std::os::unix::process::ExitStatusExt;
 
-use crate::harness::{Repo, project, text};
+use crate::harness::{Repo, pooled_project, text};
 use nightshift_core::failpoint;
 
 /// What the probe of every attempt looks for in its fresh-looking checkout: each is something
@@ -57,7 +57,7 @@ exit 0
 
 /// A repository whose items run the probe, then: `bad*` items plant and fail, others solve.
 fn pool_repo(items: &[&str]) -> Repo {
-    let mut files = project();
+    let mut files = pooled_project();
     files.push((".gitignore", "build/\n"));
     files.push(("data.txt", "original\n"));
     let repo = Repo::new(&files);
