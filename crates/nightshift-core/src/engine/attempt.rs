@@ -870,7 +870,9 @@ impl Engine<'_> {
             ),
         };
         let mut untrusted = match tree.as_deref() {
-            Some(t) => self.judge_determinism(item, t, result.green, results.as_ref()),
+            Some(t) => self
+                .judge()
+                .determinism(item, t, result.green, results.as_ref()),
             None => None,
         };
         if let Some(why) = &untrusted

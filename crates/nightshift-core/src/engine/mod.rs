@@ -197,11 +197,7 @@ pub fn run(opts: RunOptions, observe: &mut dyn FnMut(&Event)) -> Result<RunSumma
         loop_mode: opts.loop_mode,
         deadline: None,
         alerts: alerts::AlertState::default(),
-        determinism: crate::check::stats::SequentialWilson::new(
-            crate::check::probe::DEFAULT_MAX_FLAKE_RATE,
-            crate::check::probe::DEFAULT_CONFIDENCE,
-        ),
-        determinism_seeded: std::collections::HashSet::new(),
+        determinism: std::cell::RefCell::new(verdict::Determinism::new()),
         trees: std::cell::RefCell::new(std::collections::HashMap::new()),
         item_checks: std::collections::HashMap::new(),
         pinned_sha256: String::new(),
@@ -270,11 +266,8 @@ struct Engine<'o> {
     deadline: Option<i64>,
     /// What has been alerted already (issue 6), so a retrying condition alerts once.
     alerts: alerts::AlertState,
-    /// Every repeated check of one tree is a sample of the oracle's stability (issue 5): the
-    /// sequential Wilson bound on its flake rate, per `tree command`.
-    determinism: crate::check::stats::SequentialWilson,
-    /// Trees whose cached first verdict was fed to `determinism` by this engine.
-    determinism_seeded: std::collections::HashSet<String>,
+    /// The oracle's stability over this engine's repeated checks (issue 5; verdict.rs).
+    determinism: std::cell::RefCell<verdict::Determinism>,
     /// Commit → tree ids already looked up (commits are immutable): each costs a git call.
     trees: std::cell::RefCell<std::collections::HashMap<String, String>>,
     /// Each item's own check as `run_started` journaled it (issue 12: never the store's
