@@ -377,7 +377,7 @@ impl Engine<'_> {
         let (packet, sink) = self.session_packet(spec, &agent, budget, &att.item, track)?;
         let enforced = packet.enforce_budget;
         let seat = packet.budget.ledger.as_ref().map(|s| s.key);
-        self.spawn_session(
+        self.dispatch.spawn_session(
             super::dispatch::SessionJob {
                 item: att.item.clone(),
                 attempt: att.attempt,

@@ -71,7 +71,9 @@ impl Engine<'_> {
                 reason: "push refused: retrying".into(),
                 until,
             })?;
-            self.wait_pause(false)?;
+            if super::safe_point::wait_pause(&self.ws, self.clock.as_ref(), self.run()?, None) {
+                self.record(EventKind::RunUnpaused)?;
+            }
         }
         if self.push_owed()? {
             Ok(None)
