@@ -22,7 +22,8 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use super::{
-    Engine, EngineError, halted_by_integrity, loop_halt, review, safe_point, space, starts_session,
+    Engine, EngineError, debt, halted_by_integrity, loop_halt, review, safe_point, space,
+    starts_session,
 };
 use crate::halt::HaltReason;
 use crate::session::{ProcessEnd, SessionError, SessionEvent, SessionPacket};
@@ -385,7 +386,7 @@ impl Engine<'_> {
                 // attempt): go on as the queue says rather than wait for nothing.
             }
             // Review debt is a queue that blocks: it is paid before new work starts.
-            if let Some(debt) = self.next_debt()? {
+            if let Some(debt) = debt::next_debt(&self.store, &self.config, &run_id)? {
                 // A debt review is a session: none starts past the deadline.
                 if self.deadline.passed(self.clock.as_ref()) {
                     return self.deadline_stop();
@@ -518,7 +519,7 @@ impl Engine<'_> {
             || self.deadline.passed(self.clock.as_ref())
             || self.run()?.paused_until.is_some()
             || crate::stop::requested().is_some()
-            || self.next_debt()?.is_some()
+            || debt::next_debt(&self.store, &self.config, &self.run_id())?.is_some()
         {
             return Ok(false);
         }
