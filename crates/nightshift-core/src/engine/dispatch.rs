@@ -326,7 +326,17 @@ impl Engine<'_> {
                 })?;
                 return Ok(halt);
             }
-            self.verify_store()?;
+            if std::mem::take(&mut self.verify_store)
+                && let Some(repaired) = safe_point::verify_store(
+                    &mut self.store,
+                    &mut self.run,
+                    &self.ws,
+                    self.clock.as_ref(),
+                    &self.config.notify,
+                )?
+            {
+                self.record(repaired)?;
+            }
             if let Some(warning) = safe_point::reload_gates(&mut self.config.gates, self.ws.root())
             {
                 self.gate_warn("gates_file", warning)?;

@@ -209,7 +209,17 @@ pub fn run(opts: RunOptions, observe: &mut dyn FnMut(&Event)) -> Result<RunSumma
     // writing in one, and no lock a killed git left may block it.
     engine.housekeeping().sweep_strays();
     engine.housekeeping().clear_stale_git_locks();
-    engine.verify_store()?;
+    if std::mem::take(&mut engine.verify_store)
+        && let Some(repaired) = safe_point::verify_store(
+            &mut engine.store,
+            &mut engine.run,
+            &engine.ws,
+            engine.clock.as_ref(),
+            &engine.config.notify,
+        )?
+    {
+        engine.record(repaired)?;
+    }
     let resumed = engine.open_run(&opts.plan, opts.fresh)?;
     let run_id = engine.run()?.id.clone();
     engine.pin_control_plane(opts.config_source.as_deref(), resumed && opts.reload_config)?;
@@ -810,52 +820,6 @@ impl Engine<'_> {
                 })?;
                 self.config_watch.pinned_sha256 = sha256;
             }
-        }
-        Ok(())
-    }
-
-    /// Checks the store after a session (and at start): a journal whose chain does not hold
-    /// stops the engine (`store_tampered`, exit 13); state tables that are not the journal's
-    /// fold are rebuilt from it, journaled (`store_repaired`) and alerted, and the run goes on.
-    fn verify_store(&mut self) -> Result<(), EngineError> {
-        if !std::mem::take(&mut self.verify_store) {
-            return Ok(());
-        }
-        // Only another connection can break the chain or edit the state (this engine's own
-        // writes are the journal and its fold): nothing committed since the last look, nothing
-        // to verify (issue 14: reading and refolding the whole journal after every session made
-        // a night quadratic). Looked at before the verification reads, so a commit racing it is
-        // seen at the next look.
-        if !self.store.written_by_others()? {
-            return Ok(());
-        }
-        if let crate::store::chain::Verdict::Broken(tamper) = self.store.verify_chain()? {
-            let mut alert = crate::notify::Alert::new(
-                crate::notify::AlertKind::Integrity,
-                format!("store_tampered: {tamper}; the run does not go on"),
-            );
-            alert.run_id = self.run.as_ref().map(|r| r.id.clone());
-            crate::notify::raise(&self.ws, self.clock.as_ref(), &self.config.notify, &alert);
-            return Err(StoreError::Tampered(tamper).into());
-        }
-        let Some(detail) = self.store.state_drift()? else {
-            return Ok(());
-        };
-        self.store.rebuild_state()?;
-        let run_id = self.run_id();
-        if self.run.is_some() {
-            self.run = self.store.run(&run_id)?;
-        }
-        let mut alert = crate::notify::Alert::new(
-            crate::notify::AlertKind::Integrity,
-            format!(
-                "store_repaired: the state database was edited outside nightshift ({detail}); rebuilt from the journal, the run goes on"
-            ),
-        );
-        alert.run_id = self.run.as_ref().map(|r| r.id.clone());
-        crate::notify::raise(&self.ws, self.clock.as_ref(), &self.config.notify, &alert);
-        if self.run.is_some() {
-            self.record(EventKind::StoreRepaired { detail })?;
         }
         Ok(())
     }

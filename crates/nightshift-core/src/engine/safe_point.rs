@@ -1,13 +1,14 @@
 //! What the scheduler looks at between steps, none of which journals: the `--until` deadline,
-//! the end of a recorded pause, an operator's pause request, the gates file and the live
-//! `nightshift.toml`. Each returns what is to be journaled, if anything; the engine journals it.
+//! the end of a recorded pause, an operator's pause request, the gates file, the live
+//! `nightshift.toml` and the store's integrity. Each returns what is to be journaled, if
+//! anything; the engine journals it.
 
 use std::path::Path;
 
 use super::{EngineError, error_chain};
 use crate::clock::Clock;
 use crate::halt::HaltReason;
-use crate::store::{EventKind, PauseCause, RunRow, Store};
+use crate::store::{EventKind, PauseCause, RunRow, Store, StoreError};
 use crate::workspace::Workspace;
 
 /// The `--until` deadline (epoch seconds): no new session or attempt after it.
@@ -163,4 +164,51 @@ impl ConfigWatch {
             detail,
         }))
     }
+}
+
+/// Checks the store after a session (and at start): a journal whose chain does not hold stops
+/// the engine (`store_tampered`, exit 13); state tables that are not the journal's fold are
+/// rebuilt from it (the open `run`'s row read again) and alerted, and the run goes on. Returns
+/// the `store_repaired` to journal when it rebuilt them with a run open.
+pub(super) fn verify_store(
+    store: &mut Store,
+    run: &mut Option<RunRow>,
+    ws: &Workspace,
+    clock: &dyn Clock,
+    notify: &crate::config::NotifyConfig,
+) -> Result<Option<EventKind>, EngineError> {
+    // Only another connection can break the chain or edit the state (this engine's own
+    // writes are the journal and its fold): nothing committed since the last look, nothing
+    // to verify (issue 14: reading and refolding the whole journal after every session made
+    // a night quadratic). Looked at before the verification reads, so a commit racing it is
+    // seen at the next look.
+    if !store.written_by_others()? {
+        return Ok(None);
+    }
+    if let crate::store::chain::Verdict::Broken(tamper) = store.verify_chain()? {
+        let mut alert = crate::notify::Alert::new(
+            crate::notify::AlertKind::Integrity,
+            format!("store_tampered: {tamper}; the run does not go on"),
+        );
+        alert.run_id = run.as_ref().map(|r| r.id.clone());
+        crate::notify::raise(ws, clock, notify, &alert);
+        return Err(StoreError::Tampered(tamper).into());
+    }
+    let Some(detail) = store.state_drift()? else {
+        return Ok(None);
+    };
+    store.rebuild_state()?;
+    if let Some(open) = run.as_ref() {
+        let run_id = open.id.clone();
+        *run = store.run(&run_id)?;
+    }
+    let mut alert = crate::notify::Alert::new(
+        crate::notify::AlertKind::Integrity,
+        format!(
+            "store_repaired: the state database was edited outside nightshift ({detail}); rebuilt from the journal, the run goes on"
+        ),
+    );
+    alert.run_id = run.as_ref().map(|r| r.id.clone());
+    crate::notify::raise(ws, clock, notify, &alert);
+    Ok(run.is_some().then_some(EventKind::StoreRepaired { detail }))
 }
