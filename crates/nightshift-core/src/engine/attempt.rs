@@ -377,7 +377,7 @@ impl Engine<'_> {
         let (packet, sink) = self.session_packet(spec, &agent, budget, &att.item, track)?;
         let enforced = packet.enforce_budget;
         let seat = packet.budget.ledger.as_ref().map(|s| s.key);
-        self.spawn_session(
+        self.dispatch.spawn_session(
             super::dispatch::SessionJob {
                 item: att.item.clone(),
                 attempt: att.attempt,
@@ -870,7 +870,9 @@ impl Engine<'_> {
             ),
         };
         let mut untrusted = match tree.as_deref() {
-            Some(t) => self.judge_determinism(item, t, result.green, results.as_ref()),
+            Some(t) => self
+                .judge()
+                .determinism(item, t, result.green, results.as_ref()),
             None => None,
         };
         if let Some(why) = &untrusted

@@ -38,7 +38,14 @@ impl Engine<'_> {
                         item: item.id.clone(),
                         commit: commit.clone(),
                     })?;
-                    self.open_pr(&item.id, &commit, &target, &remote);
+                    PullRequests {
+                        ws: &self.ws,
+                        clock: self.clock.as_ref(),
+                        store: &self.store,
+                        config: &self.config,
+                        run: self.run.as_ref(),
+                    }
+                    .open(&item.id, &commit, &target, &remote);
                 }
                 Ok(true)
             }
@@ -71,7 +78,9 @@ impl Engine<'_> {
                 reason: "push refused: retrying".into(),
                 until,
             })?;
-            self.wait_pause(false)?;
+            if super::safe_point::wait_pause(&self.ws, self.clock.as_ref(), self.run()?, None) {
+                self.record(EventKind::RunUnpaused)?;
+            }
         }
         if self.push_owed()? {
             Ok(None)
@@ -79,16 +88,28 @@ impl Engine<'_> {
             Ok(Some(HaltReason::PushRejected))
         }
     }
+}
 
+/// Opens the pull requests of pushed items: `[integrate] pr_command`, with the item's section of
+/// the morning report as the body (borrowed from the engine for one use; it never journals).
+struct PullRequests<'a> {
+    ws: &'a crate::workspace::Workspace,
+    clock: &'a dyn crate::clock::Clock,
+    store: &'a crate::store::Store,
+    config: &'a crate::config::Config,
+    run: Option<&'a crate::store::RunRow>,
+}
+
+impl PullRequests<'_> {
     /// Runs `[integrate] pr_command` for a pushed item; a failure is a warning, not a stop.
-    fn open_pr(&self, item: &str, commit: &str, target: &str, remote: &str) {
+    fn open(&self, item: &str, commit: &str, target: &str, remote: &str) {
         let template = &self.config.integrate.pr_command;
         if template.is_empty() {
             return;
         }
         // The item's section of the morning report, as the PR body: `{body_file}` and
         // NIGHTSHIFT_PR_BODY_FILE name it (an empty file when the report cannot be built).
-        let body_file = self.pr_body_file(item);
+        let body_file = self.body_file(item);
         let body_path = body_file
             .as_ref()
             .map(|p| p.display().to_string())
@@ -114,8 +135,8 @@ impl Engine<'_> {
             .unwrap_or(false);
         if !ok {
             notify::attention(
-                &self.ws,
-                self.clock.as_ref(),
+                self.ws,
+                self.clock,
                 &format!("{item}: pr_command failed: {}", argv.join(" ")),
             );
         }
@@ -123,17 +144,17 @@ impl Engine<'_> {
 
     /// Writes the item's PR body to `.nightshift/pr/<run>/<item>.md`; `None` when it cannot be
     /// written (the command then gets an empty path, and ATTENTION says why).
-    fn pr_body_file(&self, item: &str) -> Option<std::path::PathBuf> {
+    fn body_file(&self, item: &str) -> Option<std::path::PathBuf> {
         use crate::report::morning;
-        let run = self.run.as_ref()?;
-        let body = morning::receipts::load(&self.ws, &run.id, None)
+        let run = self.run?;
+        let body = morning::receipts::load(self.ws, &run.id, None)
             .ok()
             .and_then(|receipts| {
                 let caps = morning::Caps {
                     run_tokens: self.config.budget.run_tokens,
                     run_usd: self.config.budget.run_usd,
                 };
-                morning::build(&self.store, run, &receipts, caps).ok()
+                morning::build(self.store, run, &receipts, caps).ok()
             })
             .and_then(|report| morning::pr_body(&report, item))
             .unwrap_or_else(|| {
@@ -145,8 +166,8 @@ impl Engine<'_> {
             Ok(()) => Some(path),
             Err(e) => {
                 notify::attention(
-                    &self.ws,
-                    self.clock.as_ref(),
+                    self.ws,
+                    self.clock,
                     &format!(
                         "{item}: could not write the PR body {}: {e}",
                         path.display()

@@ -13,19 +13,21 @@ use crate::session::{Budget, Outcome};
 use crate::store::{DebtRow, EventKind};
 use crate::verdict::Decision;
 
-impl Engine<'_> {
-    /// The oldest open debt this run may still try (each run tries one at most
-    /// `max_review_cycles` times; what is left keeps the run from exiting 10).
-    pub(super) fn next_debt(&self) -> Result<Option<DebtRow>, EngineError> {
-        let run_id = self.run_id();
-        let max = self.config.review.review.max_review_cycles;
-        Ok(self
-            .store
-            .open_debts()?
-            .into_iter()
-            .find(|d| d.last_run.as_deref() != Some(run_id.as_str()) || d.tries < max))
-    }
+/// The oldest open debt run `run_id` may still try (each run tries one at most
+/// `max_review_cycles` times; what is left keeps the run from exiting 10).
+pub(super) fn next_debt(
+    store: &crate::store::Store,
+    config: &crate::config::Config,
+    run_id: &str,
+) -> Result<Option<DebtRow>, EngineError> {
+    let max = config.review.review.max_review_cycles;
+    Ok(store
+        .open_debts()?
+        .into_iter()
+        .find(|d| d.last_run.as_deref() != Some(run_id) || d.tries < max))
+}
 
+impl Engine<'_> {
     /// One review-only session over a shipped commit, in a detached worktree of its own.
     pub(super) fn review_debt(&mut self, debt: &DebtRow) -> Result<(), EngineError> {
         if super::budget::run_budget_spent(&self.config, self.run()?, &self.dispatch) {

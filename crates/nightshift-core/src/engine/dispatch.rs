@@ -21,7 +21,10 @@ use std::path::PathBuf;
 use std::sync::mpsc;
 use std::time::Duration;
 
-use super::{Engine, EngineError, halted_by_integrity, review, starts_session};
+use super::{
+    Engine, EngineError, debt, halted_by_integrity, loop_halt, review, safe_point, space,
+    starts_session,
+};
 use crate::halt::HaltReason;
 use crate::session::{ProcessEnd, SessionError, SessionEvent, SessionPacket};
 use crate::store::{EventKind, ItemRow, ItemState, Phase};
@@ -115,6 +118,71 @@ impl Dispatch {
     fn paths_of(&self, item: &str) -> &[String] {
         self.paths.get(item).map_or(&[], Vec::as_slice)
     }
+
+    /// Starts a session's task; the loop hears from it on its channel.
+    pub(super) fn spawn_session(
+        &mut self,
+        job: SessionJob,
+        packet: SessionPacket,
+        sink: SessionSink,
+    ) -> Result<(), EngineError> {
+        let item = job.item.clone();
+        let tx = self.tx.clone();
+        let stop = crate::stop::SessionStop::default();
+        let flag = stop.clone();
+        let name = item.clone();
+        let thread = std::thread::Builder::new()
+            .name(format!("session {item}"))
+            .spawn(move || {
+                flag.enter();
+                let events = tx.clone();
+                let end = crate::session::run_session(packet, &mut |event| {
+                    let _ = events.send(Upward::Event {
+                        item: name.clone(),
+                        event,
+                    });
+                });
+                let _ = tx.send(Upward::Done {
+                    item: name,
+                    end: Box::new(end),
+                });
+            })
+            .map_err(|e| EngineError::Execution {
+                what: format!("a thread for the session of `{item}`: {e}"),
+                help: None,
+            })?;
+        // While it runs, what holds its checkout is its own: no other step's sweep takes it
+        // (sweeps run on this thread only, so none ran since the spawn).
+        crate::session::spare_worktree(&job.worktree);
+        self.jobs.insert(
+            item,
+            Job {
+                job,
+                sink,
+                stop,
+                thread: Some(thread),
+            },
+        );
+        Ok(())
+    }
+
+    /// Moves every live session's view of the control plane on by what nightshift itself
+    /// changed in `before` → now (read with `git` in `common_dir`) (its own step for another item: a target it advanced, refs it
+    /// preserved), so that is not taken for the session's tampering.
+    fn absorb_own_changes(
+        &mut self,
+        git: &crate::git::Git,
+        common_dir: &std::path::Path,
+        before: Option<crate::git::ControlPlane>,
+    ) {
+        let Some(before) = before else { return };
+        let Ok(after) = git.control_plane(common_dir, &[]) else {
+            return;
+        };
+        for live in self.jobs.values_mut() {
+            live.job.watched.absorb(&before, &after);
+        }
+    }
 }
 
 /// Whether two items' declared paths may name a common file. An item that declared none may
@@ -146,53 +214,6 @@ fn literal_prefix(glob: &str) -> Vec<&str> {
 }
 
 impl Engine<'_> {
-    /// Starts a session's task; the loop hears from it on its channel.
-    pub(super) fn spawn_session(
-        &mut self,
-        job: SessionJob,
-        packet: SessionPacket,
-        sink: SessionSink,
-    ) -> Result<(), EngineError> {
-        let item = job.item.clone();
-        let tx = self.dispatch.tx.clone();
-        let stop = crate::stop::SessionStop::default();
-        let flag = stop.clone();
-        let name = item.clone();
-        let thread = std::thread::Builder::new()
-            .name(format!("session {item}"))
-            .spawn(move || {
-                flag.enter();
-                let events = tx.clone();
-                let end = crate::session::run_session(packet, &mut |event| {
-                    let _ = events.send(Upward::Event {
-                        item: name.clone(),
-                        event,
-                    });
-                });
-                let _ = tx.send(Upward::Done {
-                    item: name,
-                    end: Box::new(end),
-                });
-            })
-            .map_err(|e| EngineError::Execution {
-                what: format!("a thread for the session of `{item}`: {e}"),
-                help: None,
-            })?;
-        // While it runs, what holds its checkout is its own: no other step's sweep takes it
-        // (sweeps run on this thread only, so none ran since the spawn).
-        crate::session::spare_worktree(&job.worktree);
-        self.dispatch.jobs.insert(
-            item,
-            Job {
-                job,
-                sink,
-                stop,
-                thread: Some(thread),
-            },
-        );
-        Ok(())
-    }
-
     /// Journals what the live sessions reported: everything already said, or (with `wait`)
     /// at least one report or a tick's wait. Returns whether a session ended.
     fn service(&mut self, wait: bool) -> Result<bool, EngineError> {
@@ -277,19 +298,6 @@ impl Engine<'_> {
         Ok(())
     }
 
-    /// Moves every live session's view of the control plane on by what nightshift itself
-    /// changed in `before` → now (its own step for another item: a target it advanced, refs it
-    /// preserved), so that is not taken for the session's tampering.
-    fn absorb_own_changes(&mut self, before: Option<crate::git::ControlPlane>) {
-        let Some(before) = before else { return };
-        let Ok(after) = self.git.control_plane(&self.common_dir, &[]) else {
-            return;
-        };
-        for live in self.dispatch.jobs.values_mut() {
-            live.job.watched.absorb(&before, &after);
-        }
-    }
-
     /// The scheduler: journal what the live sessions said; step an admitted item; admit the next
     /// queued item while a slot is free; give parked items another pass; else halt.
     pub(super) fn drive(&mut self) -> Result<HaltReason, EngineError> {
@@ -318,19 +326,41 @@ impl Engine<'_> {
                 })?;
                 return Ok(halt);
             }
-            self.verify_store()?;
-            self.reload_gates()?;
-            self.operator_pause()?;
+            if std::mem::take(&mut self.verify_store)
+                && let Some(repaired) = safe_point::verify_store(
+                    &mut self.store,
+                    &mut self.run,
+                    &self.ws,
+                    self.clock.as_ref(),
+                    &self.config.notify,
+                )?
+            {
+                self.record(repaired)?;
+            }
+            if let Some(warning) = safe_point::reload_gates(&mut self.config.gates, self.ws.root())
+            {
+                self.gate_warn("gates_file", warning)?;
+            }
+            if let Some(pause) = safe_point::operator_pause(&self.ws, self.run()?) {
+                self.record(pause)?;
+            }
             if self.run()?.paused_until.is_some() && busy {
                 // No new step while paused; the live sessions go on and are heard.
                 self.service(true)?;
                 continue;
             }
-            self.wait_pause(true)?;
+            if safe_point::wait_pause(
+                &self.ws,
+                self.clock.as_ref(),
+                self.run()?,
+                Some(self.deadline),
+            ) {
+                self.record(EventKind::RunUnpaused)?;
+            }
             if crate::stop::requested().is_some() {
                 continue; // asked while paused: stop at the top of the loop
             }
-            if self.deadline_passed() && self.run()?.paused_until.is_some() {
+            if self.deadline.passed(self.clock.as_ref()) && self.run()?.paused_until.is_some() {
                 return self.deadline_stop(); // the deadline passed during a pause
             }
             let run_id = self.run_id();
@@ -366,21 +396,35 @@ impl Engine<'_> {
                 // attempt): go on as the queue says rather than wait for nothing.
             }
             // Review debt is a queue that blocks: it is paid before new work starts.
-            if let Some(debt) = self.next_debt()? {
+            if let Some(debt) = debt::next_debt(&self.store, &self.config, &run_id)? {
                 // A debt review is a session: none starts past the deadline.
-                if self.deadline_passed() {
+                if self.deadline.passed(self.clock.as_ref()) {
                     return self.deadline_stop();
                 }
                 self.review_debt(&debt)?;
                 continue;
             }
             if let Some(item) = self.store.first_item(&run_id, ItemState::Queued)? {
-                if self.deadline_passed() {
+                if self.deadline.passed(self.clock.as_ref()) {
                     return self.deadline_stop();
                 }
-                self.watch_config_file()?;
+                if let Some(changed) = self.config_watch.changed(
+                    &self.ws,
+                    &self.store,
+                    self.clock.as_ref(),
+                    &self.config.notify,
+                    &run_id,
+                )? {
+                    self.record(changed)?;
+                }
                 if let Err(e) = self.start_attempt(&item) {
-                    self.wait_if_disk_full(e)?;
+                    space::wait_if_disk_full(
+                        &self.ws,
+                        self.clock.as_ref(),
+                        &self.config.notify,
+                        &run_id,
+                        e,
+                    )?;
                 }
                 continue;
             }
@@ -396,7 +440,7 @@ impl Engine<'_> {
             let pass = self.run()?.pass;
             let shipped_this_pass = items.iter().any(|i| i.shipped_pass == Some(pass));
             if !self.loop_mode && !parked.is_empty() && (pass == 1 || shipped_this_pass) {
-                if self.deadline_passed() {
+                if self.deadline.passed(self.clock.as_ref()) {
                     return self.deadline_stop();
                 }
                 self.record(EventKind::PassStarted {
@@ -411,7 +455,7 @@ impl Engine<'_> {
             }
             let items = self.store.items(&run_id)?;
             let halt = if self.loop_mode {
-                self.loop_halt(&items)?
+                loop_halt(&self.store, &run_id, &items)?
             } else {
                 review::drain_halt(&items, !self.store.open_debts()?.is_empty())
             };
@@ -450,7 +494,7 @@ impl Engine<'_> {
                 continue;
             }
             let starts = starts_session(att, max_iterations);
-            if starts && self.deadline_passed() {
+            if starts && self.deadline.passed(self.clock.as_ref()) {
                 deadline = true;
                 continue;
             }
@@ -465,7 +509,8 @@ impl Engine<'_> {
             if let Err(e) = self.step(item, att) {
                 self.step_failed(item, att, e)?;
             }
-            self.absorb_own_changes(watch);
+            self.dispatch
+                .absorb_own_changes(&self.git, &self.common_dir, watch);
             return Ok(Turn::Stepped);
         }
         Ok(if deadline {
@@ -481,10 +526,10 @@ impl Engine<'_> {
     fn admit_beside(&mut self, running: &[ItemRow]) -> Result<bool, EngineError> {
         if running.len() >= self.dispatch.max_parallel
             || self.dispatch.max_parallel == 1
-            || self.deadline_passed()
+            || self.deadline.passed(self.clock.as_ref())
             || self.run()?.paused_until.is_some()
             || crate::stop::requested().is_some()
-            || self.next_debt()?.is_some()
+            || debt::next_debt(&self.store, &self.config, &self.run_id())?.is_some()
         {
             return Ok(false);
         }
@@ -502,9 +547,16 @@ impl Engine<'_> {
         }
         let watch = self.git.control_plane(&self.common_dir, &[]).ok();
         if let Err(e) = self.start_attempt(&item) {
-            self.wait_if_disk_full(e)?;
+            space::wait_if_disk_full(
+                &self.ws,
+                self.clock.as_ref(),
+                &self.config.notify,
+                &run_id,
+                e,
+            )?;
         }
-        self.absorb_own_changes(watch);
+        self.dispatch
+            .absorb_own_changes(&self.git, &self.common_dir, watch);
         Ok(true)
     }
 }

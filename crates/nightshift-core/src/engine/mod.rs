@@ -14,6 +14,7 @@ mod launch;
 mod prompt;
 mod receipt;
 mod review;
+mod safe_point;
 mod space;
 mod tamper;
 mod teardown;
@@ -195,17 +196,12 @@ pub fn run(opts: RunOptions, observe: &mut dyn FnMut(&Event)) -> Result<RunSumma
         common_dir,
         last_alert: None,
         loop_mode: opts.loop_mode,
-        deadline: None,
+        deadline: safe_point::Deadline::default(),
         alerts: alerts::AlertState::default(),
-        determinism: crate::check::stats::SequentialWilson::new(
-            crate::check::probe::DEFAULT_MAX_FLAKE_RATE,
-            crate::check::probe::DEFAULT_CONFIDENCE,
-        ),
-        determinism_seeded: std::collections::HashSet::new(),
+        determinism: std::cell::RefCell::new(verdict::Determinism::new()),
         trees: std::cell::RefCell::new(std::collections::HashMap::new()),
         item_checks: std::collections::HashMap::new(),
-        pinned_sha256: String::new(),
-        reported_live: None,
+        config_watch: safe_point::ConfigWatch::default(),
         verify_store: true,
         probe_hermetic: false,
     };
@@ -213,7 +209,17 @@ pub fn run(opts: RunOptions, observe: &mut dyn FnMut(&Event)) -> Result<RunSumma
     // writing in one, and no lock a killed git left may block it.
     engine.housekeeping().sweep_strays();
     engine.housekeeping().clear_stale_git_locks();
-    engine.verify_store()?;
+    if std::mem::take(&mut engine.verify_store)
+        && let Some(repaired) = safe_point::verify_store(
+            &mut engine.store,
+            &mut engine.run,
+            &engine.ws,
+            engine.clock.as_ref(),
+            &engine.config.notify,
+        )?
+    {
+        engine.record(repaired)?;
+    }
     let resumed = engine.open_run(&opts.plan, opts.fresh)?;
     let run_id = engine.run()?.id.clone();
     engine.pin_control_plane(opts.config_source.as_deref(), resumed && opts.reload_config)?;
@@ -266,24 +272,19 @@ struct Engine<'o> {
     last_alert: Option<String>,
     /// `nightshift loop`: see [`RunOptions::loop_mode`].
     loop_mode: bool,
-    /// `--until` (epoch seconds): no new session or attempt after it.
-    deadline: Option<i64>,
+    /// `--until`: no new session or attempt after it.
+    deadline: safe_point::Deadline,
     /// What has been alerted already (issue 6), so a retrying condition alerts once.
     alerts: alerts::AlertState,
-    /// Every repeated check of one tree is a sample of the oracle's stability (issue 5): the
-    /// sequential Wilson bound on its flake rate, per `tree command`.
-    determinism: crate::check::stats::SequentialWilson,
-    /// Trees whose cached first verdict was fed to `determinism` by this engine.
-    determinism_seeded: std::collections::HashSet<String>,
+    /// The oracle's stability over this engine's repeated checks (issue 5; verdict.rs).
+    determinism: std::cell::RefCell<verdict::Determinism>,
     /// Commit → tree ids already looked up (commits are immutable): each costs a git call.
     trees: std::cell::RefCell<std::collections::HashMap<String, String>>,
     /// Each item's own check as `run_started` journaled it (issue 12: never the store's
     /// mutable `items.check_command`).
     item_checks: std::collections::HashMap<String, Option<String>>,
-    /// SHA-256 of the pinned `nightshift.toml`; `config` is its parse.
-    pinned_sha256: String,
-    /// The live file's digest last reported as differing, so a change is reported once.
-    reported_live: Option<String>,
+    /// The pinned `nightshift.toml` (`config` is its parse), watched for a live file that differs.
+    config_watch: safe_point::ConfigWatch,
     /// A session ended since the store was last verified (issue 12): its agent may have
     /// edited the state database.
     verify_store: bool,
@@ -641,7 +642,14 @@ impl Engine<'_> {
         error: EngineError,
     ) -> Result<(), EngineError> {
         if space::is_disk_full(&error) {
-            return self.wait_if_disk_full(error);
+            let run_id = self.run_id();
+            return space::wait_if_disk_full(
+                &self.ws,
+                self.clock.as_ref(),
+                &self.config.notify,
+                &run_id,
+                error,
+            );
         }
         let before_integration = att.phase.before_integration();
         let item_level = matches!(
@@ -661,26 +669,6 @@ impl Engine<'_> {
         // Failing the attempt failed too: nothing more can be done here.
         ended.map_err(|_| error)
     }
-
-    /// Waits out a full disk (see `space`); any other error is returned.
-    fn wait_if_disk_full(&mut self, error: EngineError) -> Result<(), EngineError> {
-        if !space::is_disk_full(&error) {
-            return Err(error);
-        }
-        let run_id = self.run_id();
-        let cause = error_chain(&error);
-        if space::wait_for_space(
-            &self.ws,
-            self.clock.as_ref(),
-            &self.config.notify,
-            &run_id,
-            &cause,
-        ) {
-            Ok(())
-        } else {
-            Err(error)
-        }
-    }
 }
 
 /// An error and its sources, joined with ": ".
@@ -695,53 +683,47 @@ fn error_chain(error: &dyn std::error::Error) -> String {
     text
 }
 
-impl Engine<'_> {
-    /// Why a one-item loop ended, from how its item ended.
-    fn loop_halt(&self, items: &[ItemRow]) -> Result<HaltReason, EngineError> {
-        let Some(item) = items.first() else {
-            return Ok(HaltReason::NoActionableItems);
-        };
-        match item.state {
-            ItemState::Shipped => return Ok(HaltReason::SuccessConditionMet),
-            ItemState::Escalated => return Ok(HaltReason::EscalationPending),
-            ItemState::AwaitingOperator => return Ok(HaltReason::AwaitingOperator),
+/// Why a one-item loop ended, from how its item (the first of `items`) ended in run `run_id`.
+fn loop_halt(store: &Store, run_id: &str, items: &[ItemRow]) -> Result<HaltReason, EngineError> {
+    let Some(item) = items.first() else {
+        return Ok(HaltReason::NoActionableItems);
+    };
+    match item.state {
+        ItemState::Shipped => return Ok(HaltReason::SuccessConditionMet),
+        ItemState::Escalated => return Ok(HaltReason::EscalationPending),
+        ItemState::AwaitingOperator => return Ok(HaltReason::AwaitingOperator),
+        _ => {}
+    }
+    let attempt = item.current_attempt.unwrap_or(0);
+    let mut green = false;
+    for event in store.attempt_events(run_id, &item.id, attempt, None)? {
+        match event.kind {
+            EventKind::CheckEnded {
+                stage: crate::store::CheckStage::Work,
+                green: g,
+                ..
+            } => green = g,
+            EventKind::AttemptFailed {
+                halt: Some(halt), ..
+            } => return Ok(halt),
             _ => {}
         }
-        let run_id = self.run_id();
-        let attempt = item.current_attempt.unwrap_or(0);
-        let mut green = false;
-        for event in self
-            .store
-            .attempt_events(&run_id, &item.id, attempt, None)?
-        {
-            match event.kind {
-                EventKind::CheckEnded {
-                    stage: crate::store::CheckStage::Work,
-                    green: g,
-                    ..
-                } => green = g,
-                EventKind::AttemptFailed {
-                    halt: Some(halt), ..
-                } => return Ok(halt),
-                _ => {}
-            }
-        }
-        let reason = item.reason.as_deref().unwrap_or_default();
-        Ok(if green && reason == attempt::NO_CHANGES {
-            // The check was already green: the fixpoint holds, there was nothing to do.
-            HaltReason::SuccessConditionMet
-        } else if reason.starts_with("the item's budget is spent") {
-            HaltReason::BudgetExceeded
-        } else if reason.starts_with("check still red after") {
-            HaltReason::MaxIterationsReached
-        } else if reason.contains("merge conflict") || reason.contains("review") {
-            // A conflict with the target, or review cycles used up: the branch is kept and a
-            // person decides.
-            HaltReason::EscalationPending
-        } else {
-            HaltReason::ExecutionFailure
-        })
     }
+    let reason = item.reason.as_deref().unwrap_or_default();
+    Ok(if green && reason == attempt::NO_CHANGES {
+        // The check was already green: the fixpoint holds, there was nothing to do.
+        HaltReason::SuccessConditionMet
+    } else if reason.starts_with("the item's budget is spent") {
+        HaltReason::BudgetExceeded
+    } else if reason.starts_with("check still red after") {
+        HaltReason::MaxIterationsReached
+    } else if reason.contains("merge conflict") || reason.contains("review") {
+        // A conflict with the target, or review cycles used up: the branch is kept and a
+        // person decides.
+        HaltReason::EscalationPending
+    } else {
+        HaltReason::ExecutionFailure
+    })
 }
 
 /// Whether an item was parked on an integrity halt (its reason starts with the halt's name).
@@ -754,55 +736,6 @@ fn halted_by_integrity(item: &ItemRow) -> bool {
 }
 
 impl Engine<'_> {
-    /// Waits until a recorded pause (a usage limit's reset, an environment back-off, an operator
-    /// pause) is over. The pause is in the journal, so a crash during it resumes the wait, not
-    /// the work. A stop asked for meanwhile ends the wait (the pause stays recorded). With
-    /// `at_deadline`, the `--until` deadline also ends the wait (the scheduler then stops
-    /// `deadline_reached`).
-    fn wait_pause(&mut self, at_deadline: bool) -> Result<(), EngineError> {
-        let Some(until) = self.run()?.paused_until else {
-            return Ok(());
-        };
-        let operator = self.run()?.pause_cause() == Some(crate::store::PauseCause::Operator);
-        loop {
-            // A stop, or the `--until` deadline, ends the wait; the pause stays recorded.
-            if crate::stop::requested().is_some() || (at_deadline && self.deadline_passed()) {
-                return Ok(());
-            }
-            if operator {
-                if !crate::control::pause_requested(&self.ws) {
-                    break;
-                }
-                std::thread::sleep(std::time::Duration::from_millis(250));
-                continue;
-            }
-            let now = self.clock.wall().as_second();
-            if now >= until {
-                break;
-            }
-            let left = u64::try_from(until - now).unwrap_or(1);
-            std::thread::sleep(std::time::Duration::from_secs(left.min(1)));
-        }
-        self.record(EventKind::RunUnpaused)?;
-        Ok(())
-    }
-
-    /// At a safe point: an operator pause asked for (`nightshift pause`) and not yet journaled
-    /// becomes a `run_paused` with reason `operator`, lasting until `nightshift resume`.
-    fn operator_pause(&mut self) -> Result<(), EngineError> {
-        if !crate::control::pause_requested(&self.ws) {
-            return Ok(());
-        }
-        if self.run()?.pause_cause() == Some(crate::store::PauseCause::Operator) {
-            return Ok(());
-        }
-        self.record(EventKind::RunPaused {
-            reason: crate::control::OPERATOR_PAUSE.into(),
-            until: crate::control::UNTIL_RESUMED,
-        })?;
-        Ok(())
-    }
-
     /// The `--until` deadline: the one given now (journaled), else the one this run journaled
     /// and no deadline stop has consumed yet.
     fn open_deadline(&mut self, until: Option<Until>) -> Result<(), EngineError> {
@@ -811,30 +744,12 @@ impl Engine<'_> {
                 until: until.at.as_second(),
                 given: until.given,
             })?;
-            self.deadline = Some(until.at.as_second());
+            self.deadline = safe_point::Deadline::at(until.at.as_second());
             return Ok(());
         }
         let run_id = self.run_id();
-        self.deadline = None;
-        for event in self
-            .store
-            .run_events(&run_id, &["deadline_set", "run_stopped"])?
-        {
-            match event.kind {
-                EventKind::DeadlineSet { until, .. } => self.deadline = Some(until),
-                EventKind::RunStopped {
-                    halt_reason: Some(HaltReason::DeadlineReached),
-                    ..
-                } => self.deadline = None,
-                _ => {}
-            }
-        }
+        self.deadline = safe_point::Deadline::journaled(&self.store, &run_id)?;
         Ok(())
-    }
-
-    fn deadline_passed(&self) -> bool {
-        self.deadline
-            .is_some_and(|d| self.clock.wall().as_second() >= d)
     }
 
     /// The deadline passed at a dispatch point: preserve the work in flight as a graceful stop
@@ -842,22 +757,6 @@ impl Engine<'_> {
     fn deadline_stop(&mut self) -> Result<HaltReason, EngineError> {
         self.stop(true, Some(HaltReason::DeadlineReached))?;
         Ok(HaltReason::DeadlineReached)
-    }
-
-    /// At a safe point: re-read the gates file if it changed; a bad file keeps the modes in
-    /// force and is journaled as a warning.
-    fn reload_gates(&mut self) -> Result<(), EngineError> {
-        let root = self.ws.root().to_path_buf();
-        match self.config.gates.reload_if_changed(&root) {
-            None => {}
-            // A change of modes is not a warning; the modes in force are in `status`-adjacent
-            // docs and the file itself.
-            Some(Ok(_)) => {}
-            Some(Err(error)) => {
-                self.gate_warn("gates_file", format!("ignored (modes unchanged): {error}"))?;
-            }
-        }
-        Ok(())
     }
 
     /// Journals that gate `gate` tripped in `log` mode and did not act (`gate_warned`, counted
@@ -896,8 +795,16 @@ impl Engine<'_> {
             Some(p) if !reload => {
                 self.config = p.config;
                 self.item_checks = p.item_checks;
-                self.pinned_sha256 = p.sha256;
-                self.watch_config_file()?;
+                self.config_watch.pinned_sha256 = p.sha256;
+                if let Some(changed) = self.config_watch.changed(
+                    &self.ws,
+                    &self.store,
+                    self.clock.as_ref(),
+                    &self.config.notify,
+                    &run_id,
+                )? {
+                    self.record(changed)?;
+                }
             }
             pinned => {
                 if let Some(p) = pinned {
@@ -911,100 +818,8 @@ impl Engine<'_> {
                     source: live.to_owned(),
                     reloaded: reload,
                 })?;
-                self.pinned_sha256 = sha256;
+                self.config_watch.pinned_sha256 = sha256;
             }
-        }
-        Ok(())
-    }
-
-    /// Compares the live `nightshift.toml` with the pinned copy (at a resume and at each item's
-    /// start): a difference is journaled (`control_plane_changed`) and alerted once per live
-    /// version; the pinned copy stays in force.
-    fn watch_config_file(&mut self) -> Result<(), EngineError> {
-        if self.pinned_sha256.is_empty() {
-            return Ok(()); // nothing pinned (`loop`)
-        }
-        let path = self.ws.root().join(crate::config::FILE_NAME);
-        let live = crate::config::read_source(&path);
-        let (live_sha, text) = match &live {
-            Ok(text) => (crate::control_plane::sha256_hex(text), Some(text.as_str())),
-            Err(e) => (format!("unreadable: {}", error_chain(e)), None),
-        };
-        if live_sha == self.pinned_sha256 || self.reported_live.as_deref() == Some(&live_sha) {
-            return Ok(());
-        }
-        self.reported_live = Some(live_sha.clone());
-        let pinned_source = self
-            .store
-            .run_events(&self.run_id(), &["control_plane_pinned"])?
-            .into_iter()
-            .filter_map(|e| match e.kind {
-                EventKind::ControlPlanePinned { source, .. } => Some(source),
-                _ => None,
-            })
-            .next_back()
-            .unwrap_or_default();
-        let detail = match text {
-            Some(text) => crate::control_plane::differences(&pinned_source, text),
-            None => "the live file cannot be read".into(),
-        };
-        let line = format!(
-            "control_plane_changed: {} differs from the copy this run pinned ({detail}); the run goes on with the pinned copy; the change applies to the next run, or now with `nightshift run --reload-config`",
-            crate::config::FILE_NAME
-        );
-        let mut alert = crate::notify::Alert::new(crate::notify::AlertKind::Integrity, line);
-        alert.run_id = Some(self.run_id());
-        crate::notify::raise(&self.ws, self.clock.as_ref(), &self.config.notify, &alert);
-        self.record(EventKind::ControlPlaneChanged {
-            pinned: self.pinned_sha256.clone(),
-            live: live_sha,
-            detail,
-        })?;
-        Ok(())
-    }
-
-    /// Checks the store after a session (and at start): a journal whose chain does not hold
-    /// stops the engine (`store_tampered`, exit 13); state tables that are not the journal's
-    /// fold are rebuilt from it, journaled (`store_repaired`) and alerted, and the run goes on.
-    fn verify_store(&mut self) -> Result<(), EngineError> {
-        if !std::mem::take(&mut self.verify_store) {
-            return Ok(());
-        }
-        // Only another connection can break the chain or edit the state (this engine's own
-        // writes are the journal and its fold): nothing committed since the last look, nothing
-        // to verify (issue 14: reading and refolding the whole journal after every session made
-        // a night quadratic). Looked at before the verification reads, so a commit racing it is
-        // seen at the next look.
-        if !self.store.written_by_others()? {
-            return Ok(());
-        }
-        if let crate::store::chain::Verdict::Broken(tamper) = self.store.verify_chain()? {
-            let mut alert = crate::notify::Alert::new(
-                crate::notify::AlertKind::Integrity,
-                format!("store_tampered: {tamper}; the run does not go on"),
-            );
-            alert.run_id = self.run.as_ref().map(|r| r.id.clone());
-            crate::notify::raise(&self.ws, self.clock.as_ref(), &self.config.notify, &alert);
-            return Err(StoreError::Tampered(tamper).into());
-        }
-        let Some(detail) = self.store.state_drift()? else {
-            return Ok(());
-        };
-        self.store.rebuild_state()?;
-        let run_id = self.run_id();
-        if self.run.is_some() {
-            self.run = self.store.run(&run_id)?;
-        }
-        let mut alert = crate::notify::Alert::new(
-            crate::notify::AlertKind::Integrity,
-            format!(
-                "store_repaired: the state database was edited outside nightshift ({detail}); rebuilt from the journal, the run goes on"
-            ),
-        );
-        alert.run_id = self.run.as_ref().map(|r| r.id.clone());
-        crate::notify::raise(&self.ws, self.clock.as_ref(), &self.config.notify, &alert);
-        if self.run.is_some() {
-            self.record(EventKind::StoreRepaired { detail })?;
         }
         Ok(())
     }

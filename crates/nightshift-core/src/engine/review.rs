@@ -9,6 +9,7 @@
 
 use std::path::{Path, PathBuf};
 
+use super::teardown::Ending;
 use super::triage::{self, Facts};
 use super::{Engine, EngineError, io_err, launch};
 use crate::config::{AgentConfig, OnTimeout, ReviewWhen, TriageAction};
@@ -61,33 +62,6 @@ pub(super) struct ReviewEnd {
 }
 
 impl Engine<'_> {
-    /// Whether this attempt's work is reviewed before it integrates (`[review] when`).
-    pub(super) fn review_wanted(&self, att: &AttemptRow) -> Result<bool, EngineError> {
-        let review = &self.config.review.review;
-        match review.when {
-            ReviewWhen::Always => Ok(true),
-            ReviewWhen::Never => Ok(false),
-            ReviewWhen::Risky => {
-                let candidate = att.candidate.clone().unwrap_or_default();
-                let numstat =
-                    self.git
-                        .run(&["diff", "--numstat", att.base.as_str(), candidate.as_str()])?;
-                let mut lines = 0u64;
-                for line in numstat.lines() {
-                    let mut parts = line.splitn(3, '\t');
-                    let added = parts.next().and_then(|a| a.parse::<u64>().ok());
-                    let deleted = parts.next().and_then(|d| d.parse::<u64>().ok());
-                    let path = parts.next().unwrap_or_default();
-                    lines += added.unwrap_or(0) + deleted.unwrap_or(0);
-                    if review.risky_paths.iter().any(|p| glob_match(p, path)) {
-                        return Ok(true);
-                    }
-                }
-                Ok(lines > u64::from(review.risky_lines))
-            }
-        }
-    }
-
     /// The work check is green: operator actions park the item; otherwise review or merge.
     pub(super) fn after_green(
         &mut self,
@@ -114,9 +88,10 @@ impl Engine<'_> {
                     item: Some(att.item.clone()),
                 },
             );
-            return self.end_with_verdict(att, reason, ItemState::AwaitingOperator, actions);
+            let ending = Ending::verdict(ItemState::AwaitingOperator, actions);
+            return self.end_attempt(att, reason, ending);
         }
-        if self.review_wanted(att)? {
+        if review_wanted(&self.config.review.review, &self.git, att)? {
             self.run_review(item, att, Reviewer::Primary)
         } else {
             self.prepare_merge(item, att)
@@ -563,7 +538,40 @@ impl Engine<'_> {
                 item: Some(att.item.clone()),
             },
         );
-        self.end_with_verdict(att, reason, ItemState::Escalated, Vec::new())
+        self.end_attempt(
+            att,
+            reason,
+            Ending::verdict(ItemState::Escalated, Vec::new()),
+        )
+    }
+}
+
+/// Whether this attempt's work is reviewed before it integrates (`review`'s `when`; its diff
+/// read with `git`).
+fn review_wanted(
+    review: &crate::config::ReviewConfig,
+    git: &crate::git::Git,
+    att: &AttemptRow,
+) -> Result<bool, EngineError> {
+    match review.when {
+        ReviewWhen::Always => Ok(true),
+        ReviewWhen::Never => Ok(false),
+        ReviewWhen::Risky => {
+            let candidate = att.candidate.clone().unwrap_or_default();
+            let numstat = git.run(&["diff", "--numstat", att.base.as_str(), candidate.as_str()])?;
+            let mut lines = 0u64;
+            for line in numstat.lines() {
+                let mut parts = line.splitn(3, '\t');
+                let added = parts.next().and_then(|a| a.parse::<u64>().ok());
+                let deleted = parts.next().and_then(|d| d.parse::<u64>().ok());
+                let path = parts.next().unwrap_or_default();
+                lines += added.unwrap_or(0) + deleted.unwrap_or(0);
+                if review.risky_paths.iter().any(|p| glob_match(p, path)) {
+                    return Ok(true);
+                }
+            }
+            Ok(lines > u64::from(review.risky_lines))
+        }
     }
 }
 

@@ -70,6 +70,26 @@ fn space_returned(ws: &Workspace) -> bool {
     }
 }
 
+/// Waits out a full disk ([`wait_for_space`], alerting for run `run_id`); any other error is
+/// returned, and so is a full disk's when a stop ends the wait.
+pub(super) fn wait_if_disk_full(
+    ws: &Workspace,
+    clock: &dyn Clock,
+    notify: &crate::config::NotifyConfig,
+    run_id: &str,
+    error: EngineError,
+) -> Result<(), EngineError> {
+    if !is_disk_full(&error) {
+        return Err(error);
+    }
+    let cause = super::error_chain(&error);
+    if wait_for_space(ws, clock, notify, run_id, &cause) {
+        Ok(())
+    } else {
+        Err(error)
+    }
+}
+
 /// Waits until the disk has room again (or a stop is asked for: `false`). Alerts once.
 pub(crate) fn wait_for_space(
     ws: &Workspace,

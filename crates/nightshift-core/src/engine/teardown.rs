@@ -14,6 +14,63 @@ use crate::store::{AttemptRow, EventKind, ItemState, Phase};
 /// The clone's ref a preserve snapshot is fetched from.
 const KEPT_IN_CLONE: &str = "refs/nightshift/kept";
 
+/// Where an ended attempt's work is kept: `refs/nightshift/preserve/<item>/<attempt>`.
+fn preserve_ref_name(att: &AttemptRow) -> String {
+    format!("refs/nightshift/preserve/{}/{}", att.item, att.attempt)
+}
+
+/// How an attempt ends without shipping, beside its reason (what `attempt_failed` journals).
+/// The default fails it: the item goes round again if it has attempts left.
+#[derive(Debug, Default)]
+pub(super) struct Ending {
+    /// Park the item now, whatever attempts it has left.
+    park: bool,
+    /// Keep the attempt's branch for a person.
+    keep_branch: bool,
+    /// The loop-contract reason it ended on.
+    halt: Option<HaltReason>,
+    /// The item's verdict, `escalated` or `awaiting_operator` (branch kept, so `nightshift
+    /// accept`/`confirm` can integrate it without a new session).
+    verdict: Option<ItemState>,
+    /// What only a person can do (an `awaiting_operator` verdict).
+    actions: Vec<String>,
+}
+
+impl Ending {
+    /// The item parked now, whatever attempts it has left.
+    pub(super) fn parked() -> Ending {
+        Ending {
+            park: true,
+            ..Ending::default()
+        }
+    }
+
+    /// On the loop-contract reason `halt`.
+    pub(super) fn halting(self, halt: HaltReason) -> Ending {
+        Ending {
+            halt: Some(halt),
+            ..self
+        }
+    }
+
+    /// With the attempt's branch kept for a person.
+    pub(super) fn keeping_branch(self) -> Ending {
+        Ending {
+            keep_branch: true,
+            ..self
+        }
+    }
+
+    /// The item's verdict `verdict` (parked, branch kept), with the actions a person must take.
+    pub(super) fn verdict(verdict: ItemState, actions: Vec<String>) -> Ending {
+        Ending {
+            verdict: Some(verdict),
+            actions,
+            ..Ending::parked().keeping_branch()
+        }
+    }
+}
+
 impl Engine<'_> {
     /// The housekeeping over this engine's parts.
     pub(super) fn housekeeping(&self) -> Housekeeping<'_> {
@@ -27,7 +84,7 @@ impl Engine<'_> {
 
     /// Ends an attempt without shipping: preserve its work, record the verdict, tear down.
     pub(super) fn fail(&mut self, att: &AttemptRow, reason: String) -> Result<(), EngineError> {
-        self.end_attempt(att, reason, false, false, None, None, Vec::new())
+        self.end_attempt(att, reason, Ending::default())
     }
 
     /// Ends an attempt on a loop-contract reason (no progress, oscillation, regression); the
@@ -38,7 +95,7 @@ impl Engine<'_> {
         reason: String,
         halt: HaltReason,
     ) -> Result<(), EngineError> {
-        self.end_attempt(att, reason, false, false, Some(halt), None, Vec::new())
+        self.end_attempt(att, reason, Ending::default().halting(halt))
     }
 
     /// Ends an attempt and parks its item on a loop-contract reason (a guard failed).
@@ -48,12 +105,12 @@ impl Engine<'_> {
         reason: String,
         halt: HaltReason,
     ) -> Result<(), EngineError> {
-        self.end_attempt(att, reason, true, false, Some(halt), None, Vec::new())
+        self.end_attempt(att, reason, Ending::parked().halting(halt))
     }
 
     /// Ends an attempt and parks its item now, whatever attempts it has left.
     pub(super) fn park(&mut self, att: &AttemptRow, reason: String) -> Result<(), EngineError> {
-        self.end_attempt(att, reason, true, false, None, None, Vec::new())
+        self.end_attempt(att, reason, Ending::parked())
     }
 
     /// Parks the item and keeps the attempt's branch for a person (an unresolved conflict).
@@ -62,45 +119,28 @@ impl Engine<'_> {
         att: &AttemptRow,
         reason: String,
     ) -> Result<(), EngineError> {
-        self.end_attempt(att, reason, true, true, None, None, Vec::new())
+        self.end_attempt(att, reason, Ending::parked().keeping_branch())
     }
 
-    /// Ends the attempt with the item's verdict `escalated` or `awaiting_operator` (branch kept,
-    /// so `nightshift accept`/`confirm` can integrate it without a new session).
-    pub(super) fn end_with_verdict(
+    /// Ends an attempt without shipping, as `ending` says: preserve its work, record the
+    /// verdict, tear down. The one place that journals every way an attempt ends; the wrappers
+    /// above name the common ones.
+    pub(super) fn end_attempt(
         &mut self,
         att: &AttemptRow,
         reason: String,
-        verdict: ItemState,
-        actions: Vec<String>,
+        ending: Ending,
     ) -> Result<(), EngineError> {
-        self.end_attempt(
-            att,
-            reason,
-            true,
-            true,
-            None,
-            Some(verdict.as_str().to_owned()),
+        let Ending {
+            park,
+            keep_branch,
+            halt,
+            verdict,
             actions,
-        )
-    }
-
-    #[expect(
-        clippy::too_many_arguments,
-        reason = "one place that journals every way an attempt ends; the wrappers above name them"
-    )]
-    fn end_attempt(
-        &mut self,
-        att: &AttemptRow,
-        reason: String,
-        park: bool,
-        keep_branch: bool,
-        halt: Option<HaltReason>,
-        verdict: Option<String>,
-        actions: Vec<String>,
-    ) -> Result<(), EngineError> {
+        } = ending;
+        let verdict = verdict.map(|v| v.as_str().to_owned());
         let run_id = self.run_id();
-        let preserve_ref = match self.preserve(&run_id, att) {
+        let preserve_ref = match self.preserve_to(&run_id, att, preserve_ref_name(att)) {
             Ok(r) => Some(r),
             Err(err) => {
                 self.record(EventKind::TeardownFailed {
@@ -147,14 +187,9 @@ impl Engine<'_> {
         self.teardown_attempt(&run_id, &att.item, att.attempt)
     }
 
-    /// Keeps the attempt's commits and dirty tree (untracked files included) under
-    /// `refs/nightshift/preserve/<item>/<attempt>`. Touches neither the worktree nor its index.
-    fn preserve(&mut self, run_id: &str, att: &AttemptRow) -> Result<String, EngineError> {
-        let ref_name = format!("refs/nightshift/preserve/{}/{}", att.item, att.attempt);
-        self.preserve_to(run_id, att, ref_name)
-    }
-
-    /// [`Engine::preserve`] under another ref (e.g. before triage puts the tree back).
+    /// Keeps the attempt's commits and dirty tree (untracked files included) under `ref_name`
+    /// ([`preserve_ref_name`], or another: e.g. before triage puts the tree back), journaled
+    /// `preserved`. Touches neither the worktree nor its index.
     pub(super) fn preserve_to(
         &mut self,
         run_id: &str,
@@ -163,24 +198,14 @@ impl Engine<'_> {
     ) -> Result<String, EngineError> {
         let commit = self.housekeeping().snapshot(run_id, att, &ref_name)?;
         self.git.set_ref(&ref_name, &commit)?;
-        self.store_preserved(run_id, att, &ref_name, &commit)?;
-        Ok(ref_name)
-    }
-
-    fn store_preserved(
-        &mut self,
-        run_id: &str,
-        att: &AttemptRow,
-        ref_name: &str,
-        commit: &str,
-    ) -> Result<(), EngineError> {
         let kind = EventKind::Preserved {
             item: att.item.clone(),
             attempt: att.attempt,
-            ref_name: ref_name.to_owned(),
-            commit: commit.to_owned(),
+            ref_name: ref_name.clone(),
+            commit,
         };
-        self.record_for(run_id, kind)
+        self.record_for(run_id, kind)?;
+        Ok(ref_name)
     }
 
     /// Journals an event for `run_id`, which may be an earlier run being reconciled.
@@ -211,7 +236,7 @@ impl Engine<'_> {
             return Ok(());
         }
         if att.preserve_ref.is_none()
-            && let Err(err) = self.preserve(run_id, &att)
+            && let Err(err) = self.preserve_to(run_id, &att, preserve_ref_name(&att))
         {
             return self.record_for(
                 run_id,
@@ -343,7 +368,7 @@ impl Engine<'_> {
         let run_id = self.run_id();
         for att in self.store.attempts(&run_id)? {
             if !att.is_finished() && att.worktree_present && Path::new(&att.worktree).exists() {
-                self.preserve(&run_id, &att)?;
+                self.preserve_to(&run_id, &att, preserve_ref_name(&att))?;
             }
         }
         self.record(EventKind::RunStopped {

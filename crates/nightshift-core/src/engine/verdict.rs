@@ -2,10 +2,11 @@
 //! the guards compare against (cached per tree), the guards, `protect_tests`, and progress
 //! across iterations (DESIGN.md §7; issue 5).
 //!
-//! Owns: [`Judge`], the read-only side (trees of commits, the baseline cache, results files,
-//! guard evaluation, `protect_tests` paths, the failing-set trajectory, the latest verdicts in
-//! the journal, each item's journaled check), over narrow borrows of the engine; the engine
-//! keeps the steps that run the base check, feed the determinism monitor and journal.
+//! Owns: [`Judge`], the side that never journals (trees of commits, the baseline cache and the
+//! base check's run, results files, guard evaluation, `protect_tests` paths, the failing-set
+//! trajectory, the determinism monitor ([`Determinism`]), the latest verdicts in the journal,
+//! each item's journaled check), over narrow borrows of the engine; the engine keeps the steps
+//! that journal (the baseline step, the `check_not_hermetic` refusal).
 
 use std::path::{Path, PathBuf};
 
@@ -44,6 +45,8 @@ impl Engine<'_> {
             run_id: self.run.as_ref().map_or("", |r| r.id.as_str()),
             item_checks: &self.item_checks,
             trees: &self.trees,
+            determinism: &self.determinism,
+            started_boot: self.started_boot,
         }
     }
 
@@ -84,7 +87,7 @@ impl Engine<'_> {
         std::fs::create_dir_all(&logs).map_err(io_err(&logs))?;
         let name = format!("{}-a{}.baseline-check", att.item, att.attempt);
         let log = super::attempt::unused_log(&logs.join(format!("{name}.log")));
-        let (run, results) = self.base_check(item, att, &log)?;
+        let (run, results) = self.judge().base_check(item, att, &log)?;
         if run.end.outcome == crate::session::Outcome::Stopped {
             // Not a verdict: the baseline runs again when the run resumes.
             return Ok(true);
@@ -93,7 +96,7 @@ impl Engine<'_> {
             use crate::sandbox::{Network, policy};
             let host_log = super::attempt::unused_log(&logs.join(format!("{name}.host.log")));
             let (host, _) = crate::sandbox::with_check_network(Network::Host, || {
-                self.base_check(item, att, &host_log)
+                self.judge().base_check(item, att, &host_log)
             })?;
             if host.end.outcome == crate::session::Outcome::Stopped {
                 return Ok(true);
@@ -115,38 +118,6 @@ impl Engine<'_> {
             log: log.display().to_string(),
         })?;
         Ok(true)
-    }
-
-    /// One run of the item's check on the attempt's base tree, logging to `log`, which leaves
-    /// the tree as the base has it.
-    fn base_check(
-        &self,
-        item: &ItemRow,
-        att: &AttemptRow,
-        log: &Path,
-    ) -> Result<(crate::check::CheckRun, Option<Results>), EngineError> {
-        let worktree = PathBuf::from(&att.worktree);
-        self.judge().clear_results_file(&worktree);
-        let run = crate::check::run(
-            &self.judge().check_command(item),
-            worktree.clone(),
-            super::attempt::item_env(&self.config, &self.ws, &self.run_id(), att, 0),
-            self.config.check.timeout,
-            log.to_path_buf(),
-        )?;
-        // Nothing the check started may outlive it and write into the agent's tree.
-        crate::session::sweep(
-            &worktree,
-            self.config.session.kill_grace,
-            crate::session::Reach::Session,
-            Some(self.started_boot),
-        );
-        // The agent starts from the base's tree, not from what its check wrote: untracked
-        // litter and edits to tracked files go (ignored files, such as build caches, stay).
-        let results = self.judge().read_results(&worktree, log);
-        self.judge().clear_results_file(&worktree);
-        self.checkout(&worktree).discard_changes()?;
-        Ok((run, results))
     }
 
     /// The base check is red in the check's network namespace and green with the host's
@@ -177,52 +148,11 @@ impl Engine<'_> {
         self.halt_requested = Some(HaltReason::CheckNotHermetic);
         self.fail_halting(att, why, HaltReason::CheckNotHermetic)
     }
-
-    /// Feeds this check of `tree` to the sequential Wilson monitor (seeded with the first
-    /// verdict ever recorded for the tree) and says why the oracle is untrusted, when the
-    /// lower bound on its flake rate is above the target (1% at 95%).
-    pub(super) fn judge_determinism(
-        &mut self,
-        item: &ItemRow,
-        tree: &str,
-        green: bool,
-        results: Option<&Results>,
-    ) -> Option<String> {
-        let key = format!("{tree} {}", self.judge().check_command(item));
-        let verdict = |green: bool, results: Option<&Results>| {
-            let failing: Vec<String> = results
-                .map(|r| r.failing_stable().into_set().into_iter().collect())
-                .unwrap_or_default();
-            format!("{green} {}", failing.join(" "))
-        };
-        if self.determinism_seeded.insert(key.clone())
-            && let Some(first) = self.judge().cached(item, tree)
-            && first.run.as_deref() == Some(self.run_id().as_str())
-            && let Some(was) = first.green
-        {
-            self.determinism
-                .observe(&key, &verdict(was, first.results.as_ref()));
-        }
-        let stability = self.determinism.observe(&key, &verdict(green, results));
-        // The bound is over every repeated check of the run; it is this check, contradicting
-        // the first verdict on its own tree, that is reported (never an unrelated tree).
-        if !stability.untrusted {
-            return None;
-        }
-        let what = self
-            .judge()
-            .contradicts_earlier(item, tree, green, results)?;
-        Some(format!(
-            "{what}: {} of {} repeated checks disagreed, flake rate at least {} with 95% confidence (target: below 1%)",
-            stability.disagreements,
-            stability.trials,
-            crate::check::stats::percent_up(stability.flake_rate_lower)
-        ))
-    }
 }
 
 /// Reads what a check's verdict is judged by: the journal, git, the baseline cache, the pinned
-/// config (borrowed from the engine for one use; it never journals).
+/// config, the determinism monitor; runs the base check (borrowed from the engine for one use;
+/// it never journals).
 pub(super) struct Judge<'a> {
     ws: &'a crate::workspace::Workspace,
     git: &'a crate::git::Git,
@@ -236,6 +166,31 @@ pub(super) struct Judge<'a> {
     item_checks: &'a std::collections::HashMap<String, Option<String>>,
     /// Commit → tree ids already looked up.
     trees: &'a std::cell::RefCell<std::collections::HashMap<String, String>>,
+    /// The oracle's stability over the engine's repeated checks.
+    determinism: &'a std::cell::RefCell<Determinism>,
+    /// When the engine started, on the boot clock (what a check's sweep looks at).
+    started_boot: std::time::Duration,
+}
+
+/// Every repeated check of one tree is a sample of the oracle's stability (issue 5): the
+/// sequential Wilson bound on its flake rate, per `tree command`, and the trees whose cached
+/// first verdict was fed to it by this engine.
+pub(super) struct Determinism {
+    monitor: crate::check::stats::SequentialWilson,
+    seeded: std::collections::HashSet<String>,
+}
+
+impl Determinism {
+    /// A monitor that has seen nothing, held to the default target (1% at 95%).
+    pub(super) fn new() -> Determinism {
+        Determinism {
+            monitor: crate::check::stats::SequentialWilson::new(
+                crate::check::probe::DEFAULT_MAX_FLAKE_RATE,
+                crate::check::probe::DEFAULT_CONFIDENCE,
+            ),
+            seeded: std::collections::HashSet::new(),
+        }
+    }
 }
 
 impl Judge<'_> {
@@ -503,6 +458,81 @@ impl Judge<'_> {
             .flatten()
             .or_else(|| self.config.check.command.clone())
             .unwrap_or_else(|| "false".into())
+    }
+
+    /// One run of the item's check on the attempt's base tree, logging to `log`, which leaves
+    /// the tree as the base has it.
+    fn base_check(
+        &self,
+        item: &ItemRow,
+        att: &AttemptRow,
+        log: &Path,
+    ) -> Result<(crate::check::CheckRun, Option<Results>), EngineError> {
+        let worktree = PathBuf::from(&att.worktree);
+        self.clear_results_file(&worktree);
+        let run = crate::check::run(
+            &self.check_command(item),
+            worktree.clone(),
+            super::attempt::item_env(self.config, self.ws, self.run_id, att, 0),
+            self.config.check.timeout,
+            log.to_path_buf(),
+        )?;
+        // Nothing the check started may outlive it and write into the agent's tree.
+        crate::session::sweep(
+            &worktree,
+            self.config.session.kill_grace,
+            crate::session::Reach::Session,
+            Some(self.started_boot),
+        );
+        // The agent starts from the base's tree, not from what its check wrote: untracked
+        // litter and edits to tracked files go (ignored files, such as build caches, stay).
+        let results = self.read_results(&worktree, log);
+        self.clear_results_file(&worktree);
+        self.checkout(&worktree).discard_changes()?;
+        Ok((run, results))
+    }
+
+    /// Feeds this check of `tree` to the sequential Wilson monitor (seeded with the first
+    /// verdict ever recorded for the tree) and says why the oracle is untrusted, when the
+    /// lower bound on its flake rate is above the target (1% at 95%).
+    pub(super) fn determinism(
+        &self,
+        item: &ItemRow,
+        tree: &str,
+        green: bool,
+        results: Option<&Results>,
+    ) -> Option<String> {
+        let key = format!("{tree} {}", self.check_command(item));
+        let verdict = |green: bool, results: Option<&Results>| {
+            let failing: Vec<String> = results
+                .map(|r| r.failing_stable().into_set().into_iter().collect())
+                .unwrap_or_default();
+            format!("{green} {}", failing.join(" "))
+        };
+        let mut determinism = self.determinism.borrow_mut();
+        if determinism.seeded.insert(key.clone())
+            && let Some(first) = self.cached(item, tree)
+            && first.run.as_deref() == Some(self.run_id)
+            && let Some(was) = first.green
+        {
+            determinism
+                .monitor
+                .observe(&key, &verdict(was, first.results.as_ref()));
+        }
+        let stability = determinism.monitor.observe(&key, &verdict(green, results));
+        drop(determinism);
+        // The bound is over every repeated check of the run; it is this check, contradicting
+        // the first verdict on its own tree, that is reported (never an unrelated tree).
+        if !stability.untrusted {
+            return None;
+        }
+        let what = self.contradicts_earlier(item, tree, green, results)?;
+        Some(format!(
+            "{what}: {} of {} repeated checks disagreed, flake rate at least {} with 95% confidence (target: below 1%)",
+            stability.disagreements,
+            stability.trials,
+            crate::check::stats::percent_up(stability.flake_rate_lower)
+        ))
     }
 }
 
