@@ -162,7 +162,32 @@ impl Receipts<'_> {
 
         let mut iterations: BTreeMap<u32, Iteration> = BTreeMap::new();
         let mut prompt = Vec::new();
-        let mut trees: HashMap<String, Option<String>> = HashMap::new();
+        // The trees of every commit the attempt made, and which context files its base holds:
+        // one git call for all of them.
+        let made: Vec<String> = events
+            .iter()
+            .filter_map(|e| match &e.kind {
+                EventKind::Committed { commit, .. } | EventKind::MergePrepared { commit, .. } => {
+                    Some(commit.clone())
+                }
+                _ => None,
+            })
+            .collect();
+        let mut specs: Vec<String> = made.iter().map(|c| format!("{c}^{{tree}}")).collect();
+        specs.extend(CONTEXT_FILES.iter().map(|f| format!("{}:{f}", att.base)));
+        let found = self.true_names(&specs);
+        let mut trees: HashMap<String, Option<String>> = made
+            .iter()
+            .zip(&found)
+            .filter(|(_, tree)| tree.is_some())
+            .map(|(c, tree)| (c.clone(), tree.clone()))
+            .collect();
+        let context_present: Vec<&str> = CONTEXT_FILES
+            .iter()
+            .zip(found.iter().skip(made.len()))
+            .filter(|(_, oid)| oid.is_some())
+            .map(|(name, _)| *name)
+            .collect();
         let (mut work_commit, mut merged_commit) = (None::<String>, None::<String>);
         let (mut shipped_commit, mut reason, mut parked) = (None, None, false);
         let mut session_log: Option<String> = None;
@@ -296,7 +321,7 @@ impl Receipts<'_> {
         let halt_reason = halt_reason_of(verdict, reason.as_deref());
         let determinism = determinism(&iterations);
         let bound = determinism_bound(&determinism);
-        let mut context = self.context_manifest(&att.base);
+        let mut context = self.context_manifest(&att.base, &context_present);
         context.sort_by(|a, b| a.path.cmp(&b.path));
         Ok(Receipt {
             version: receipt::RECEIPT_VERSION,
@@ -360,23 +385,41 @@ impl Receipts<'_> {
         }
     }
 
-    /// Context files at the base commit, and the seeded files as they are in the repository.
-    fn context_manifest(&self, base: &str) -> Vec<ManifestEntry> {
-        let mut entries = Vec::new();
-        // One listing finds which exist (usually none); only those are read.
-        let mut args = vec!["ls-tree", "-z", "--name-only", base, "--"];
-        args.extend_from_slice(CONTEXT_FILES);
-        let present = self
+    /// What each of `specs` (`<commit>^{tree}`, `<commit>:<path>`) names, replace objects
+    /// ignored, in one `cat-file --batch-check`; `None` for one that names nothing (or when
+    /// git cannot be asked: each is then asked alone by its caller, or taken as absent).
+    fn true_names(&self, specs: &[String]) -> Vec<Option<String>> {
+        let input: String = specs.iter().map(|s| format!("{s}\n")).collect();
+        let answer = self
             .git
-            .run_env(
-                &args,
+            .run_input(
+                &["cat-file", "--batch-check=%(objectname)"],
                 &[("GIT_NO_REPLACE_OBJECTS", std::ffi::OsStr::new("1"))],
+                Some(input.as_bytes()),
             )
             .unwrap_or_default();
-        for name in present.split('\0').filter(|n| !n.is_empty()) {
+        let mut lines = answer.lines();
+        specs
+            .iter()
+            .map(|_| {
+                lines
+                    .next()
+                    .filter(|l| {
+                        (l.len() == 40 || l.len() == 64) && l.bytes().all(|b| b.is_ascii_hexdigit())
+                    })
+                    .map(str::to_owned)
+            })
+            .collect()
+    }
+
+    /// Context files at the base commit (`present`: those the base holds, usually none; only
+    /// those are read), and the seeded files as they are in the repository.
+    fn context_manifest(&self, base: &str, present: &[&str]) -> Vec<ManifestEntry> {
+        let mut entries = Vec::new();
+        for name in present {
             if let Some(bytes) = blob(self.ws.root(), &format!("{base}:{name}")) {
                 entries.push(ManifestEntry {
-                    path: name.to_owned(),
+                    path: (*name).to_owned(),
                     sha256: sha256_hex(&bytes),
                 });
             }

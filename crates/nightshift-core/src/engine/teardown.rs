@@ -260,15 +260,13 @@ impl Engine<'_> {
         }
         match self.housekeeping().remove_worktree(&path) {
             Ok(()) => {
+                // The prepared merge's keep-alive ref (merge.rs, `prepare_merge`), and the
+                // attempt's branch unless it is kept: one git call.
+                let mut gone = vec![super::attempt::merge_ref(item, attempt)];
                 if !att.keep_branch {
-                    let _ = self.git.delete_branch(&att.branch);
+                    gone.push(format!("refs/heads/{}", att.branch));
                 }
-                // The prepared merge's keep-alive ref (merge.rs, `prepare_merge`).
-                let _ = self.git.run(&[
-                    "update-ref",
-                    "-d",
-                    &super::attempt::merge_ref(item, attempt),
-                ]);
+                let _ = self.git.delete_refs(&gone);
                 self.record_for(
                     run_id,
                     EventKind::WorktreeRemoved {

@@ -348,11 +348,12 @@ impl Judge<'_> {
         let from = guard_base(att);
         let tree = self.tree_of(&from)?;
         let base = self.cached_baseline(item, &tree).flatten();
+        // The candidate, what ships (HEAD of the checkout unless a check moved it).
         Ok(evaluate(
             &self.checkout(&att.worktree),
             self.config,
             &from,
-            "HEAD",
+            att.candidate.as_deref().unwrap_or("HEAD"),
             base.as_ref(),
             results,
             green,

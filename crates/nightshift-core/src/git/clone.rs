@@ -11,6 +11,7 @@
 //! `commondir` are removed ([`Pristine`]) — a filter, fsmonitor, hook, attribute or
 //! `include.path` the agent planted never runs in nightshift's git.
 
+use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 
 use super::cmd::{Git, GitError};
@@ -375,7 +376,14 @@ impl Git {
         {
             return Ok(None);
         }
-        let env = [("GIT_OBJECT_DIRECTORY", objects.as_os_str())];
+        // No reflog for nightshift's own commit (a reflog nobody reads is five directories and
+        // two files made for every attempt); the agent's own ref updates keep theirs.
+        let env = [
+            ("GIT_OBJECT_DIRECTORY", objects.as_os_str()),
+            ("GIT_CONFIG_COUNT", OsStr::new("1")),
+            ("GIT_CONFIG_KEY_0", OsStr::new("core.logAllRefUpdates")),
+            ("GIT_CONFIG_VALUE_0", OsStr::new("false")),
+        ];
         self.stage_and_commit_env(message, &env)?;
         // HEAD is the branch, a plain file that `commit` rewrote (or left at `base`).
         let head = std::fs::read_to_string(&branch_ref)

@@ -37,8 +37,8 @@ pub const POOL_MIN_FILES: u32 = 64;
 pub fn pool_pays(common_dir: &Path) -> bool {
     use std::io::Read;
     let mut header = [0u8; 12];
-    let read = std::fs::File::open(common_dir.join("index"))
-        .and_then(|mut f| f.read_exact(&mut header));
+    let read =
+        std::fs::File::open(common_dir.join("index")).and_then(|mut f| f.read_exact(&mut header));
     if read.is_err() || &header[..4] != b"DIRC" {
         return true;
     }

@@ -401,7 +401,10 @@ const MAX_REF_FILES: usize = 100_000;
 /// reftable repository (or any `refStorage` setting), a checkout that is not the main
 /// worktree (its own per-worktree refs live elsewhere), a link among the refs (git's legacy
 /// symbolic refs), an unreadable file or directory, more than [`MAX_REF_FILES`] entries.
-pub(super) fn refs_from_files(checkout: &Path, common_dir: &Path) -> Option<BTreeMap<String, RefState>> {
+pub(super) fn refs_from_files(
+    checkout: &Path,
+    common_dir: &Path,
+) -> Option<BTreeMap<String, RefState>> {
     if common_dir.join("reftable").exists() {
         return None;
     }

@@ -532,7 +532,11 @@ fn the_ref_files_are_read_as_for_each_ref_lists_them_and_a_linked_checkout_asks_
     // every namespace, per-worktree ones of the main worktree.
     run(&["update-ref", "refs/heads/shadowed", "HEAD"]);
     run(&["update-ref", "refs/remotes/origin/main", "HEAD"]);
-    run(&["symbolic-ref", "refs/remotes/origin/HEAD", "refs/remotes/origin/main"]);
+    run(&[
+        "symbolic-ref",
+        "refs/remotes/origin/HEAD",
+        "refs/remotes/origin/main",
+    ]);
     run(&["symbolic-ref", "refs/heads/dangling", "refs/heads/nowhere"]);
     run(&["update-ref", "refs/bisect/bad", "HEAD"]);
     run(&["tag", "v1"]);
@@ -586,11 +590,11 @@ fn the_work_is_committed_into_the_users_store_and_a_planted_object_never_travels
     assert_ne!(head, base);
     // The commit, its tree and its blob are the user's store's own (no fetch needed), and the
     // blob holds what the file holds.
+    assert_eq!(git.run(&["show", &format!("{head}:b.txt")]).unwrap(), "b\n");
     assert_eq!(
-        git.run(&["show", &format!("{head}:b.txt")]).unwrap(),
-        "b\n"
+        git.run(&["rev-parse", &format!("{head}^")]).unwrap().trim(),
+        base
     );
-    assert_eq!(git.run(&["rev-parse", &format!("{head}^")]).unwrap().trim(), base);
     let in_user_store = |oid: &str| {
         common
             .join("objects")
@@ -599,11 +603,19 @@ fn the_work_is_committed_into_the_users_store_and_a_planted_object_never_travels
             .exists()
     };
     assert!(in_user_store(&head));
-    assert!(in_user_store(&honest), "the blob was written anew, from the file");
+    assert!(
+        in_user_store(&honest),
+        "the blob was written anew, from the file"
+    );
     // The clone's branch moved with it, and nothing is left to commit.
-    assert_eq!(clone.resolve("HEAD").unwrap().as_deref(), Some(head.as_str()));
     assert_eq!(
-        clone.commit_into_user_store(&common, &base, "again").unwrap(),
+        clone.resolve("HEAD").unwrap().as_deref(),
+        Some(head.as_str())
+    );
+    assert_eq!(
+        clone
+            .commit_into_user_store(&common, &base, "again")
+            .unwrap(),
         None,
         "HEAD is no longer the base: the caller's fetch path"
     );
@@ -616,7 +628,9 @@ fn the_work_is_committed_into_the_users_store_and_a_planted_object_never_travels
     plain_git(&path2, &["commit", "-qm", "agent"]);
     let clone2 = git2.checkout_at(&common2, &path2);
     assert_eq!(
-        clone2.commit_into_user_store(&common2, &base2, "x").unwrap(),
+        clone2
+            .commit_into_user_store(&common2, &base2, "x")
+            .unwrap(),
         None
     );
     // Nothing changed: no commit, the base.
@@ -625,7 +639,9 @@ fn the_work_is_committed_into_the_users_store_and_a_planted_object_never_travels
     let (common3, base3, path3) = attempt_clone(&git3, &root3);
     let clone3 = git3.checkout_at(&common3, &path3);
     assert_eq!(
-        clone3.commit_into_user_store(&common3, &base3, "x").unwrap(),
+        clone3
+            .commit_into_user_store(&common3, &base3, "x")
+            .unwrap(),
         Some(base3)
     );
 }
@@ -634,7 +650,10 @@ fn the_work_is_committed_into_the_users_store_and_a_planted_object_never_travels
 fn the_pool_pays_from_enough_tracked_files_and_an_unreadable_index_says_it_does() {
     let (dir, git) = repo();
     let common = git.common_dir().unwrap();
-    assert!(!pool::pool_pays(&common), "two files: a fresh clone is cheaper");
+    assert!(
+        !pool::pool_pays(&common),
+        "two files: a fresh clone is cheaper"
+    );
     for i in 0..pool::POOL_MIN_FILES {
         std::fs::write(dir.path().join(format!("f{i}.txt")), "f\n").unwrap();
     }
