@@ -171,7 +171,7 @@ impl Engine<'_> {
             Phase::ReviewedOk => self.prepare_merge(item, att),
             Phase::Conflict => self.start_conflict_repair(item, att),
             Phase::MergePrepared | Phase::MergeChecking | Phase::MergeGreen | Phase::Integrating
-                if self.merged_is_missing(att)? =>
+                if merge::merged_is_missing(&self.git, &self.common_dir, att)? =>
             {
                 self.remake_merge(item, att)
             }
@@ -330,7 +330,17 @@ impl Engine<'_> {
             _ if !rerun => None,
             _ => match att.agent_session.clone() {
                 // The CLI said it cannot resume this one: the iteration starts afresh.
-                Some(id) if self.resume_refused(&att.item, att.attempt, &id)? => None,
+                Some(id)
+                    if resume_refused(
+                        &self.store,
+                        &self.run_id(),
+                        &att.item,
+                        att.attempt,
+                        &id,
+                    )? =>
+                {
+                    None
+                }
                 other => other,
             },
         };
@@ -366,14 +376,20 @@ impl Engine<'_> {
         let budget = super::budget::session_budget(&self.config, self.run()?, item, &self.dispatch);
         let agent = self.config.agent.clone();
         let resumed_from = match &resume {
-            Some(id) => Some(self.spent_in_session(&att.item, att.attempt, id)?),
+            Some(id) => Some(spent_in_session(
+                &self.store,
+                &self.run_id(),
+                &att.item,
+                att.attempt,
+                id,
+            )?),
             None => None,
         };
         let track = (adapter.resume() != crate::agent::ResumeRule::Never).then(|| CliTrack {
             known: known_session.clone(),
             resumed_from,
         });
-        let watched = self.watch_control_plane(att)?;
+        let watched = super::tamper::watch_control_plane(&self.git, &self.common_dir, att)?;
         let (packet, sink) = self.session_packet(spec, &agent, budget, &att.item, track)?;
         let enforced = packet.enforce_budget;
         let seat = packet.budget.ledger.as_ref().map(|s| s.key);
@@ -464,7 +480,7 @@ impl Engine<'_> {
         });
         let agent_session = end.agent_session.clone().or(passed_session);
         // Compared (and put back) before anything else runs git, nightshift's commit included.
-        let tampered = self.tampering(att, &watched)?;
+        let tampered = super::tamper::tampering(&self.git, &self.ws, att, &watched)?;
         self.record(EventKind::SessionEnded {
             item: att.item.clone(),
             attempt: att.attempt,
@@ -483,68 +499,8 @@ impl Engine<'_> {
         self.after_session(att, iteration, &end)
     }
 
-    /// Whether a session of this attempt that tried to resume CLI session `id` ended with the
-    /// CLI saying it cannot (`resume_unavailable`).
-    fn resume_refused(&self, item: &str, attempt: u32, id: &str) -> Result<bool, EngineError> {
-        // The attempt's own session ends (indexed), not every session end of the run.
-        Ok(self
-            .store
-            .attempt_events(&self.run_id(), item, attempt, Some("session_ended"))?
-            .iter()
-            .any(|e| {
-                matches!(
-                    &e.kind,
-                    EventKind::SessionEnded {
-                        item: i,
-                        attempt: a,
-                        agent_session: Some(s),
-                        fault: Some(f),
-                        ..
-                    } if i == item && *a == attempt && s == id && f == crate::agent::RESUME_UNAVAILABLE
-                )
-            }))
-    }
-
     /// Runs one agent session under the run's gates (stall, budget), journaling its budget
     /// crossings and stalls the moment they happen (and writing ATTENTION for them).
-    /// What the earlier processes of CLI session `id` (this attempt) spent, from the journal:
-    /// the baseline a resumed CLI's running totals are counted from.
-    fn spent_in_session(
-        &self,
-        item: &str,
-        attempt: u32,
-        id: &str,
-    ) -> Result<(crate::agent::Usage, Option<f64>), EngineError> {
-        let mut usage = crate::agent::Usage::default();
-        let mut cost: Option<f64> = None;
-        // This attempt's `session_ended` entries only (the item index bounds the read), not
-        // every session of the run.
-        for e in self
-            .store
-            .attempt_events(&self.run_id(), item, attempt, Some("session_ended"))?
-        {
-            if let EventKind::SessionEnded {
-                agent_session: Some(s),
-                spend: Some(spend),
-                ..
-            } = &e.kind
-                && s == id
-            {
-                usage += crate::agent::Usage {
-                    input: spend.input,
-                    output: spend.output,
-                    cache_read: spend.cache_read,
-                    cache_write: spend.cache_write,
-                    reasoning: 0,
-                };
-                if let Some(c) = spend.cost_usd {
-                    *cost.get_or_insert(0.0) += c;
-                }
-            }
-        }
-        Ok((usage, cost))
-    }
-
     pub(super) fn supervise_session(
         &mut self,
         spec: ProcessSpec,
@@ -1017,6 +973,69 @@ impl Engine<'_> {
         })?;
         Ok(())
     }
+}
+
+/// Whether a session of attempt `item`/`attempt` of run `run_id` that tried to resume CLI
+/// session `id` ended with the CLI saying it cannot (`resume_unavailable`).
+fn resume_refused(
+    store: &crate::store::Store,
+    run_id: &str,
+    item: &str,
+    attempt: u32,
+    id: &str,
+) -> Result<bool, EngineError> {
+    // The attempt's own session ends (indexed), not every session end of the run.
+    Ok(store
+        .attempt_events(run_id, item, attempt, Some("session_ended"))?
+        .iter()
+        .any(|e| {
+            matches!(
+                &e.kind,
+                EventKind::SessionEnded {
+                    item: i,
+                    attempt: a,
+                    agent_session: Some(s),
+                    fault: Some(f),
+                    ..
+                } if i == item && *a == attempt && s == id && f == crate::agent::RESUME_UNAVAILABLE
+            )
+        }))
+}
+
+/// What the earlier processes of CLI session `id` (attempt `item`/`attempt` of run `run_id`)
+/// spent, from the journal: the baseline a resumed CLI's running totals are counted from.
+fn spent_in_session(
+    store: &crate::store::Store,
+    run_id: &str,
+    item: &str,
+    attempt: u32,
+    id: &str,
+) -> Result<(crate::agent::Usage, Option<f64>), EngineError> {
+    let mut usage = crate::agent::Usage::default();
+    let mut cost: Option<f64> = None;
+    // This attempt's `session_ended` entries only (the item index bounds the read), not every
+    // session of the run.
+    for e in store.attempt_events(run_id, item, attempt, Some("session_ended"))? {
+        if let EventKind::SessionEnded {
+            agent_session: Some(s),
+            spend: Some(spend),
+            ..
+        } = &e.kind
+            && s == id
+        {
+            usage += crate::agent::Usage {
+                input: spend.input,
+                output: spend.output,
+                cache_read: spend.cache_read,
+                cache_write: spend.cache_write,
+                reasoning: 0,
+            };
+            if let Some(c) = spend.cost_usd {
+                *cost.get_or_insert(0.0) += c;
+            }
+        }
+    }
+    Ok((usage, cost))
 }
 
 /// The target's tip in the shared git directory.

@@ -13,10 +13,6 @@ use crate::notify;
 use crate::store::{AttemptRow, EventKind, ItemRow, Phase};
 
 impl Engine<'_> {
-    fn integrator(&self) -> Integrator<'_> {
-        Integrator::new(&self.git, &self.common_dir)
-    }
-
     /// A conflict with the target's tip: merge the tip into the worktree (markers and all) and
     /// give the agent one iteration to resolve it.
     pub(in crate::engine) fn start_conflict_repair(
@@ -45,8 +41,7 @@ impl Engine<'_> {
         let tip = super::target_tip(&self.git, &self.common_dir, &self.run()?.target)?;
         let message = crate::engine::attempt::commit_message(&self.run_id(), item, att);
         let strategy = self.config.integrate.strategy;
-        let (commit, tree) = match self
-            .integrator()
+        let (commit, tree) = match Integrator::new(&self.git, &self.common_dir)
             .prepare(&att.base, &candidate, &tip, strategy, &message)?
         {
             Prepared::Ready { commit, tree } => (commit, tree),
@@ -107,7 +102,7 @@ impl Engine<'_> {
                 expected_old: onto.clone(),
             })?;
         }
-        match self.integrator().land(&target, &merged, &onto)? {
+        match Integrator::new(&self.git, &self.common_dir).land(&target, &merged, &onto)? {
             Landing::Landed => failpoint::hit("integrate_effect_done"),
             Landing::AlreadyLanded => {}
             Landing::Moved { .. } => {
@@ -145,7 +140,8 @@ impl Engine<'_> {
                     named.push("…");
                 }
                 // An agent's edit there is not the user's work: never advise committing it.
-                let planted = self.tampered_paths(&paths)?;
+                let planted =
+                    crate::engine::tamper::tampered_paths(&self.store, &self.run_id(), &paths)?;
                 if !planted.is_empty() {
                     return self.wait_for_checkout(format!(
                         "the target `{target}` is checked out at {} with uncommitted changes to {} that an agent session made (control_plane_tampered): they are unreviewed, never commit them; inspect and discard them (`git restore -- {}`) and the item `{}` integrates",
@@ -186,24 +182,6 @@ impl Engine<'_> {
         // Closeout is housekeeping too: a refused push is retried, never a failed item.
         self.push_owed()?;
         Ok(())
-    }
-
-    /// Whether the attempt's prepared merge commit is gone from the object store (pruned by a
-    /// concurrent `git gc --prune=now` before its keep-alive ref existed, or by hand).
-    pub(in crate::engine) fn merged_is_missing(
-        &self,
-        att: &AttemptRow,
-    ) -> Result<bool, EngineError> {
-        let Some(merged) = att.merged.as_deref() else {
-            return Ok(false);
-        };
-        // Its keep-alive ref still naming it is enough (read from the files, no git call): git
-        // refuses to write a ref to a missing object, and no gc deletes what a ref names.
-        let kept = merge_ref(&att.item, att.attempt);
-        if self.git.resolve_ref(&self.common_dir, &kept)?.as_deref() == Some(merged) {
-            return Ok(false);
-        }
-        Ok(self.git.resolve(merged)?.is_none())
     }
 
     /// The prepared merge is gone: make it again from the attempt's candidate (its branch keeps
@@ -258,4 +236,23 @@ impl Engine<'_> {
         self.record(EventKind::RunPaused { reason: why, until })?;
         Ok(())
     }
+}
+
+/// Whether the attempt's prepared merge commit is gone from the object store (pruned by a
+/// concurrent `git gc --prune=now` before its keep-alive ref existed, or by hand).
+pub(in crate::engine) fn merged_is_missing(
+    git: &crate::git::Git,
+    common_dir: &std::path::Path,
+    att: &AttemptRow,
+) -> Result<bool, EngineError> {
+    let Some(merged) = att.merged.as_deref() else {
+        return Ok(false);
+    };
+    // Its keep-alive ref still naming it is enough (read from the files, no git call): git
+    // refuses to write a ref to a missing object, and no gc deletes what a ref names.
+    let kept = merge_ref(&att.item, att.attempt);
+    if git.resolve_ref(common_dir, &kept)?.as_deref() == Some(merged) {
+        return Ok(false);
+    }
+    Ok(git.resolve(merged)?.is_none())
 }

@@ -175,7 +175,7 @@ impl Engine<'_> {
                 .to_string(),
         })?;
         // A reviewer is an agent too: what it changes outside the checkout is tampering.
-        let watched = self.watch_control_plane(att)?;
+        let watched = super::tamper::watch_control_plane(&self.git, &self.common_dir, att)?;
         let ended = self.review_session(ReviewRun {
             agent: &agent,
             item: &att.item,
@@ -186,7 +186,7 @@ impl Engine<'_> {
             env,
             budget,
         })?;
-        let tampered = self.tampering(att, &watched)?;
+        let tampered = super::tamper::tampering(&self.git, &self.ws, att, &watched)?;
         if let Some(found) = tampered {
             return self.record_tampering(att, att.iteration, found);
         }

@@ -4,11 +4,15 @@
 //! (`control_plane_tampered`) with the evidence journaled and alerted, and what can be put
 //! back is put back before nightshift's next git call (git/tamper.rs).
 
+use std::path::Path;
+
 use super::{Engine, EngineError};
-use crate::git::{ControlPlane, Tampering};
+use crate::git::{ControlPlane, Git, Tampering};
 use crate::halt::HaltReason;
 use crate::notify;
+use crate::store::Store;
 use crate::store::{AttemptRow, EventKind};
+use crate::workspace::Workspace;
 
 /// Where the user's checkout, as a tampering session left it, is kept.
 pub(super) fn tampered_ref(item: &str, attempt: u32) -> String {
@@ -21,34 +25,6 @@ impl Engine<'_> {
     pub(super) fn checkout(&self, path: impl AsRef<std::path::Path>) -> crate::git::Git {
         self.git
             .checkout_at(&self.common_dir, path.as_ref().to_path_buf())
-    }
-
-    /// What lies outside the attempt's checkout, before its session. What a night piles up
-    /// (a preserve ref and a few loose objects per finished attempt) is packed first once there
-    /// is enough of it: the snapshot lists every ref twice per session, and every fetch from a
-    /// clone reads the commit of every ref.
-    pub(super) fn watch_control_plane(
-        &self,
-        att: &AttemptRow,
-    ) -> Result<ControlPlane, EngineError> {
-        self.git.pack_loose(&self.common_dir);
-        let own = vec![format!("refs/heads/{}", att.branch)];
-        Ok(self.git.control_plane(&self.common_dir, &own)?)
-    }
-
-    /// What the session changed outside its checkout since `before` (put back where it can).
-    pub(super) fn tampering(
-        &self,
-        att: &AttemptRow,
-        before: &ControlPlane,
-    ) -> Result<Option<Tampering>, EngineError> {
-        let scratch = self
-            .ws
-            .dir()
-            .join(format!("tamper-{}-{}.index", att.item, att.attempt));
-        Ok(self
-            .git
-            .tampering_since(before, &tampered_ref(&att.item, att.attempt), &scratch)?)
     }
 
     /// Journals what a session changed outside its checkout (the attempt's phase becomes
@@ -103,24 +79,52 @@ impl Engine<'_> {
         );
         self.park_halting(att, reason, HaltReason::ControlPlaneTampered)
     }
+}
 
-    /// The user's checkout's paths among `paths` that an agent session of this run changed:
-    /// uncommitted changes there are not the user's work, and must never be advised to be
-    /// committed.
-    pub(super) fn tampered_paths(&self, paths: &[String]) -> Result<Vec<String>, EngineError> {
-        let mut hit = Vec::new();
-        for e in self
-            .store
-            .run_events(&self.run_id(), &["control_plane_tampered"])?
-        {
-            if let EventKind::ControlPlaneTampered { paths: changed, .. } = &e.kind {
-                for p in paths {
-                    if changed.contains(p) && !hit.contains(p) {
-                        hit.push(p.clone());
-                    }
+/// What lies outside the attempt's checkout, before its session. What a night piles up (a
+/// preserve ref and a few loose objects per finished attempt) is packed first once there is
+/// enough of it: the snapshot lists every ref twice per session, and every fetch from a clone
+/// reads the commit of every ref.
+pub(super) fn watch_control_plane(
+    git: &Git,
+    common_dir: &Path,
+    att: &AttemptRow,
+) -> Result<ControlPlane, EngineError> {
+    git.pack_loose(common_dir);
+    let own = vec![format!("refs/heads/{}", att.branch)];
+    Ok(git.control_plane(common_dir, &own)?)
+}
+
+/// What the session changed outside its checkout since `before` (put back where it can).
+pub(super) fn tampering(
+    git: &Git,
+    ws: &Workspace,
+    att: &AttemptRow,
+    before: &ControlPlane,
+) -> Result<Option<Tampering>, EngineError> {
+    let scratch = ws
+        .dir()
+        .join(format!("tamper-{}-{}.index", att.item, att.attempt));
+    Ok(git.tampering_since(before, &tampered_ref(&att.item, att.attempt), &scratch)?)
+}
+
+/// The user's checkout's paths among `paths` that an agent session of run `run_id` changed:
+/// uncommitted changes there are not the user's work, and must never be advised to be
+/// committed.
+pub(super) fn tampered_paths(
+    store: &Store,
+    run_id: &str,
+    paths: &[String],
+) -> Result<Vec<String>, EngineError> {
+    let mut hit = Vec::new();
+    for e in store.run_events(run_id, &["control_plane_tampered"])? {
+        if let EventKind::ControlPlaneTampered { paths: changed, .. } = &e.kind {
+            for p in paths {
+                if changed.contains(p) && !hit.contains(p) {
+                    hit.push(p.clone());
                 }
             }
         }
-        Ok(hit)
     }
+    Ok(hit)
 }
