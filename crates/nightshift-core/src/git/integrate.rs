@@ -261,7 +261,8 @@ fn checkout_from_files(common_dir: &Path, target: &str) -> Option<Option<PathBuf
             continue;
         }
         let gitdir = std::fs::read_to_string(dir.join("gitdir")).ok()?;
-        let dot_git = PathBuf::from(gitdir.trim_end());
+        // Relative to the admin directory where git wrote it so (`worktree.useRelativePaths`).
+        let dot_git = dir.join(gitdir.trim_end());
         if dot_git.exists() {
             return Some(Some(dot_git.parent()?.to_owned()));
         }
@@ -432,6 +433,50 @@ mod tests {
         assert_eq!(i.tip("main")?, Some(merged));
         assert!(r.git.dirty_tracked_paths()?.is_empty());
         Ok(())
+    }
+
+    #[test]
+    fn the_targets_checkout_is_read_from_the_worktrees_files_as_git_lists_it() {
+        let r = repo();
+        let canon = |p: &Path| p.canonicalize().unwrap_or_else(|e| panic!("{p:?}: {e}"));
+        sh(
+            &r.root,
+            "git checkout -q main && git worktree add -q ../linked work",
+        );
+        let linked = r
+            .root
+            .parent()
+            .map(|p| p.join("linked"))
+            .unwrap_or_default();
+        let found = |target: &str| checkout_from_files(&r.common, target);
+        assert_eq!(
+            found("main").flatten().map(|p| canon(&p)),
+            Some(canon(&r.root))
+        );
+        assert_eq!(
+            found("work").flatten().map(|p| canon(&p)),
+            Some(canon(&linked))
+        );
+        assert_eq!(found("elsewhere"), Some(None));
+        // A gitdir written relative to the admin directory (`worktree.useRelativePaths`).
+        let admin = r.common.join("worktrees/linked");
+        std::fs::write(admin.join("gitdir"), "../../../../linked/.git\n")
+            .unwrap_or_else(|e| panic!("gitdir: {e}"));
+        assert_eq!(
+            found("work").flatten().map(|p| canon(&p)),
+            Some(canon(&linked))
+        );
+        // A linked worktree whose directory is gone is nobody's checkout (git: prunable).
+        std::fs::remove_dir_all(&linked).unwrap_or_else(|e| panic!("rm: {e}"));
+        assert_eq!(found("work"), Some(None));
+        let listed = r
+            .git
+            .worktree_list()
+            .unwrap_or_else(|e| panic!("list: {e}"))
+            .into_iter()
+            .find(|w| w.branch.as_deref() == Some("work"))
+            .map(|w| w.prunable);
+        assert_eq!(listed, Some(true));
     }
 
     #[test]
