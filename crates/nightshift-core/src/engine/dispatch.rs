@@ -22,8 +22,7 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use super::{
-    Engine, EngineError, debt, halted_by_integrity, loop_halt, review, safe_point, space,
-    starts_session,
+    Engine, EngineError, debt, halted_by_integrity, loop_halt, review, safe_point, starts_session,
 };
 use crate::halt::HaltReason;
 use crate::session::{ProcessEnd, SessionError, SessionEvent, SessionPacket};
@@ -326,17 +325,7 @@ impl Engine<'_> {
                 })?;
                 return Ok(halt);
             }
-            if std::mem::take(&mut self.verify_store)
-                && let Some(repaired) = safe_point::verify_store(
-                    &mut self.store,
-                    &mut self.run,
-                    &self.ws,
-                    self.clock.as_ref(),
-                    &self.config.notify,
-                )?
-            {
-                self.record(repaired)?;
-            }
+            self.verify_store_if_asked()?;
             if let Some(warning) = safe_point::reload_gates(&mut self.config.gates, self.ws.root())
             {
                 self.gate_warn("gates_file", warning)?;
@@ -418,13 +407,7 @@ impl Engine<'_> {
                     self.record(changed)?;
                 }
                 if let Err(e) = self.start_attempt(&item) {
-                    space::wait_if_disk_full(
-                        &self.ws,
-                        self.clock.as_ref(),
-                        &self.config.notify,
-                        &run_id,
-                        e,
-                    )?;
+                    self.wait_if_disk_full(e)?;
                 }
                 continue;
             }
@@ -547,13 +530,7 @@ impl Engine<'_> {
         }
         let watch = self.git.control_plane(&self.common_dir, &[]).ok();
         if let Err(e) = self.start_attempt(&item) {
-            space::wait_if_disk_full(
-                &self.ws,
-                self.clock.as_ref(),
-                &self.config.notify,
-                &run_id,
-                e,
-            )?;
+            self.wait_if_disk_full(e)?;
         }
         self.dispatch
             .absorb_own_changes(&self.git, &self.common_dir, watch);

@@ -209,17 +209,7 @@ pub fn run(opts: RunOptions, observe: &mut dyn FnMut(&Event)) -> Result<RunSumma
     // writing in one, and no lock a killed git left may block it.
     engine.housekeeping().sweep_strays();
     engine.housekeeping().clear_stale_git_locks();
-    if std::mem::take(&mut engine.verify_store)
-        && let Some(repaired) = safe_point::verify_store(
-            &mut engine.store,
-            &mut engine.run,
-            &engine.ws,
-            engine.clock.as_ref(),
-            &engine.config.notify,
-        )?
-    {
-        engine.record(repaired)?;
-    }
+    engine.verify_store_if_asked()?;
     let resumed = engine.open_run(&opts.plan, opts.fresh)?;
     let run_id = engine.run()?.id.clone();
     engine.pin_control_plane(opts.config_source.as_deref(), resumed && opts.reload_config)?;
@@ -625,6 +615,34 @@ impl Engine<'_> {
 }
 
 impl Engine<'_> {
+    /// `error`, unless it is a full disk, which is waited out ([`space::wait_if_disk_full`]).
+    fn wait_if_disk_full(&self, error: EngineError) -> Result<(), EngineError> {
+        space::wait_if_disk_full(
+            &self.ws,
+            self.clock.as_ref(),
+            &self.config.notify,
+            &self.run_id(),
+            error,
+        )
+    }
+
+    /// At a safe point where a check of the store was asked for (at open, after a session):
+    /// verified, and a repair journaled ([`safe_point::verify_store`]).
+    fn verify_store_if_asked(&mut self) -> Result<(), EngineError> {
+        if std::mem::take(&mut self.verify_store)
+            && let Some(repaired) = safe_point::verify_store(
+                &mut self.store,
+                &mut self.run,
+                &self.ws,
+                self.clock.as_ref(),
+                &self.config.notify,
+            )?
+        {
+            self.record(repaired)?;
+        }
+        Ok(())
+    }
+
     /// A step of an attempt failed with an error, not an outcome. The rule (issue 13): an error
     /// the next engine start would hit again is never answered by a restart.
     ///
@@ -642,14 +660,7 @@ impl Engine<'_> {
         error: EngineError,
     ) -> Result<(), EngineError> {
         if space::is_disk_full(&error) {
-            let run_id = self.run_id();
-            return space::wait_if_disk_full(
-                &self.ws,
-                self.clock.as_ref(),
-                &self.config.notify,
-                &run_id,
-                error,
-            );
+            return self.wait_if_disk_full(error);
         }
         let before_integration = att.phase.before_integration();
         let item_level = matches!(
