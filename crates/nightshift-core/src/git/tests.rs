@@ -662,3 +662,55 @@ fn the_pool_pays_from_enough_tracked_files_and_an_unreadable_index_says_it_does(
     std::fs::write(common.join("index"), "not an index").unwrap();
     assert!(pool::pool_pays(&common), "unknown: the pool, as before");
 }
+
+#[test]
+fn a_clone_whose_branch_or_head_the_agent_made_a_link_is_never_committed_through_it() {
+    let (dir, git) = repo();
+    let (common, base, path) = attempt_clone(&git, dir.path());
+    let clone = git.checkout_at(&common, &path);
+    let outside = dir.path().join("outside");
+    std::fs::create_dir_all(&outside).unwrap();
+    // The branch's directory replaced by a link to a directory outside the clone, holding a
+    // ref file at the base: nightshift would read it, then write the new commit there.
+    let heads = path.join(".git/refs/heads/nightshift");
+    std::fs::rename(&heads, outside.join("nightshift")).unwrap();
+    std::os::unix::fs::symlink(outside.join("nightshift"), &heads).unwrap();
+    std::fs::write(path.join("b.txt"), "b\n").unwrap();
+    assert_eq!(
+        clone.commit_into_user_store(&common, &base, "x").unwrap(),
+        None,
+        "a link on the way: the fetch path"
+    );
+    assert_eq!(
+        std::fs::read_to_string(outside.join("nightshift/x/1"))
+            .unwrap()
+            .trim(),
+        base,
+        "nothing written through the link"
+    );
+    // HEAD itself a link: likewise.
+    std::fs::remove_file(&heads).unwrap();
+    std::fs::rename(outside.join("nightshift"), &heads).unwrap();
+    let head = path.join(".git/HEAD");
+    std::fs::rename(&head, outside.join("HEAD")).unwrap();
+    std::os::unix::fs::symlink(outside.join("HEAD"), &head).unwrap();
+    assert_eq!(
+        clone.commit_into_user_store(&common, &base, "x").unwrap(),
+        None
+    );
+    // A merge the agent left under way: the fetch path too.
+    std::fs::remove_file(&head).unwrap();
+    std::fs::rename(outside.join("HEAD"), &head).unwrap();
+    std::fs::write(path.join(".git/MERGE_HEAD"), format!("{base}\n")).unwrap();
+    assert_eq!(
+        clone.commit_into_user_store(&common, &base, "x").unwrap(),
+        None
+    );
+    std::fs::remove_file(path.join(".git/MERGE_HEAD")).unwrap();
+    assert!(
+        clone
+            .commit_into_user_store(&common, &base, "x")
+            .unwrap()
+            .is_some()
+    );
+}

@@ -86,6 +86,10 @@ impl Head {
         let seq = field("seq")?.parse().ok()?;
         let count = field("count")?.parse().ok()?;
         let mac = field("mac")?;
+        // A line cut short (a file cut mid-write) is no field: every field ends its line.
+        if !text.contains(&format!("\nmac {mac}\n")) {
+            return None;
+        }
         // The digest, where there is one (heads written before it had none), must match, and
         // nothing but padding may follow.
         match lines.next() {
@@ -469,6 +473,32 @@ mod tests {
         write(&path, &later).unwrap();
         assert_eq!(std::fs::read_to_string(&elsewhere).unwrap(), "keep");
         assert_eq!(read(&path), Read::Head(later));
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(512))]
+
+        /// Whatever a head file holds (bytes anyone with the data directory could write, a
+        /// power cut's half), reading it never panics; a head read back is one written.
+        #[test]
+        fn decoding_any_bytes_never_panics_and_a_written_head_reads_back(
+            bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..400),
+            seq in 1i64..i64::MAX,
+            count in 1u64..u64::MAX,
+            mac in "[0-9a-f]{1,64}",
+            cut in 0usize..300,
+        ) {
+            let _ = Head::decode(&String::from_utf8_lossy(&bytes));
+            let h = Head { seq, count, mac };
+            let record = h.record();
+            proptest::prop_assert_eq!(record.len(), RECORD);
+            let text = String::from_utf8_lossy(&record).into_owned();
+            proptest::prop_assert_eq!(Head::decode(&text), Some(h.clone()));
+            // Any prefix of it is that head or none (a cut record never reads as another).
+            let prefix = &text[..cut.min(text.len())];
+            let got = Head::decode(prefix);
+            proptest::prop_assert!(got.is_none() || got == Some(h));
+        }
     }
 
     #[test]
