@@ -5,6 +5,7 @@
 use rusqlite::{OptionalExtension, Transaction, params};
 
 use super::StoreError;
+use super::cached::Cached;
 use super::event::EventKind;
 use super::phase::{Phase, transition};
 use super::state::{ItemState, RunState, UnknownName};
@@ -25,7 +26,7 @@ pub fn apply(
             max_attempts,
             items,
         } => {
-            tx.execute(
+            tx.execute_cached(
                 "INSERT INTO runs (id, started_at, target, base, max_iterations, max_attempts, state, pass)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 1)",
                 params![run_id, at, target, base, max_iterations, max_attempts, RunState::Running],
@@ -35,7 +36,7 @@ pub fn apply(
                     Some(run) => (ItemState::Shipped, Some(format!("shipped by run {run}"))),
                     None => (ItemState::Queued, None),
                 };
-                tx.execute(
+                tx.execute_cached(
                     "INSERT INTO items (run_id, id, position, prompt, check_command, state, attempts, allowed, reason)
                      VALUES (?1, ?2, ?3, ?4, ?5, ?6, 0, ?7, ?8)",
                     params![run_id, item.id, position as i64, item.prompt, item.check, state, max_attempts, reason],
@@ -48,12 +49,12 @@ pub fn apply(
         | EventKind::EngineRestarted { .. }
         | EventKind::StoreRepaired { .. } => {}
         EventKind::PassStarted { pass, requeued } => {
-            tx.execute(
+            tx.execute_cached(
                 "UPDATE runs SET pass = ?2 WHERE id = ?1",
                 params![run_id, pass],
             )?;
             for item in requeued {
-                tx.execute(
+                tx.execute_cached(
                     "UPDATE items SET state = ?3, allowed = attempts + 1 WHERE run_id = ?1 AND id = ?2",
                     params![run_id, item, ItemState::Queued],
                 )?;
@@ -66,12 +67,12 @@ pub fn apply(
             branch,
             worktree,
         } => {
-            tx.execute(
+            tx.execute_cached(
                 "UPDATE items SET state = ?4, attempts = attempts + 1, current_attempt = ?3
                  WHERE run_id = ?1 AND id = ?2",
                 params![run_id, item, attempt, ItemState::Running],
             )?;
-            tx.execute(
+            tx.execute_cached(
                 "INSERT INTO attempts (run_id, item, attempt, base, branch, worktree, phase, iteration, worktree_present)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 0, 1)",
                 params![run_id, item, attempt, base, branch, worktree, Phase::START],
@@ -92,7 +93,7 @@ pub fn apply(
             // The session a rerun may resume: the one this process continues, else none until
             // the CLI reports its own (never a session of another iteration).
             let resumable = agent_session.as_deref().filter(|_| *resumed);
-            tx.execute(
+            tx.execute_cached(
                 "UPDATE attempts SET iteration = ?4, agent_session = ?5 WHERE run_id = ?1 AND item = ?2 AND attempt = ?3",
                 params![run_id, item, attempt, iteration, resumable],
             )?;
@@ -102,7 +103,7 @@ pub fn apply(
             attempt,
             agent_session,
         } => {
-            tx.execute(
+            tx.execute_cached(
                 "UPDATE attempts SET agent_session = ?4 WHERE run_id = ?1 AND item = ?2 AND attempt = ?3",
                 params![run_id, item, attempt, agent_session],
             )?;
@@ -118,7 +119,7 @@ pub fn apply(
             let outcome_name = serde_json::to_value(outcome)
                 .ok()
                 .and_then(|v| v.as_str().map(str::to_owned));
-            tx.execute(
+            tx.execute_cached(
                 "UPDATE attempts SET last_outcome = ?4, agent_session = COALESCE(?5, agent_session)
                  WHERE run_id = ?1 AND item = ?2 AND attempt = ?3",
                 params![run_id, item, attempt, outcome_name, agent_session],
@@ -126,19 +127,19 @@ pub fn apply(
             // An environmental ending reruns the iteration (phase.rs).
             move_phase(tx, run_id, item, *attempt, kind)?;
             if outcome.is_environmental() {
-                tx.execute(
+                tx.execute_cached(
                     "UPDATE attempts SET env_retries = env_retries + 1 WHERE run_id = ?1 AND item = ?2 AND attempt = ?3",
                     params![run_id, item, attempt],
                 )?;
             }
             if let Some(spend) = spend {
                 let usd = spend.cost_usd.unwrap_or(0.0);
-                tx.execute(
+                tx.execute_cached(
                     "UPDATE items SET spent_tokens = spent_tokens + ?3, spent_turns = spent_turns + ?4,
                             spent_usd = spent_usd + ?5 WHERE run_id = ?1 AND id = ?2",
                     params![run_id, item, spend.weighted, spend.turns, usd],
                 )?;
-                tx.execute(
+                tx.execute_cached(
                     "UPDATE runs SET spent_tokens = spent_tokens + ?2, spent_turns = spent_turns + ?3,
                             spent_usd = spent_usd + ?4 WHERE id = ?1",
                     params![run_id, spend.weighted, spend.turns, usd],
@@ -147,14 +148,14 @@ pub fn apply(
         }
         EventKind::SessionNudged { item, attempt, .. } => {
             move_phase(tx, run_id, item, *attempt, kind)?;
-            tx.execute(
+            tx.execute_cached(
                 "UPDATE attempts SET nudges = nudges + 1 WHERE run_id = ?1 AND item = ?2 AND attempt = ?3",
                 params![run_id, item, attempt],
             )?;
         }
         EventKind::BudgetWarned { .. } | EventKind::BudgetTripped { .. } => {}
         EventKind::RunPaused { reason, until } => {
-            tx.execute(
+            tx.execute_cached(
                 "UPDATE runs SET paused_until = ?2, pause_reason = ?3 WHERE id = ?1",
                 params![run_id, until, reason],
             )?;
@@ -169,7 +170,7 @@ pub fn apply(
         | EventKind::OperatorMessageDelivered { .. }
         | EventKind::OperatorMessageWritten { .. } => {}
         EventKind::RunUnpaused => {
-            tx.execute(
+            tx.execute_cached(
                 "UPDATE runs SET paused_until = NULL, pause_reason = NULL WHERE id = ?1",
                 params![run_id],
             )?;
@@ -182,7 +183,7 @@ pub fn apply(
         } => {
             // Guards dominate the oracle, an untrusted oracle judges nothing (phase.rs).
             move_phase(tx, run_id, item, *attempt, kind)?;
-            tx.execute(
+            tx.execute_cached(
                 "UPDATE attempts SET last_check_log = ?4 WHERE run_id = ?1 AND item = ?2 AND attempt = ?3",
                 params![run_id, item, attempt, log],
             )?;
@@ -193,7 +194,7 @@ pub fn apply(
             commit,
         } => {
             move_phase(tx, run_id, item, *attempt, kind)?;
-            tx.execute(
+            tx.execute_cached(
                 "UPDATE attempts SET candidate = ?4 WHERE run_id = ?1 AND item = ?2 AND attempt = ?3",
                 params![run_id, item, attempt, commit],
             )?;
@@ -205,7 +206,7 @@ pub fn apply(
             onto,
         } => {
             move_phase(tx, run_id, item, *attempt, kind)?;
-            tx.execute(
+            tx.execute_cached(
                 "UPDATE attempts SET merged = ?4, onto = ?5 WHERE run_id = ?1 AND item = ?2 AND attempt = ?3",
                 params![run_id, item, attempt, commit, onto],
             )?;
@@ -217,7 +218,7 @@ pub fn apply(
             paths,
         } => {
             move_phase(tx, run_id, item, *attempt, kind)?;
-            tx.execute(
+            tx.execute_cached(
                 "UPDATE attempts SET conflict_repairs = conflict_repairs + 1, onto = ?4, conflict_paths = ?5
                  WHERE run_id = ?1 AND item = ?2 AND attempt = ?3",
                 params![run_id, item, attempt, onto, paths.join("\n")],
@@ -239,14 +240,14 @@ pub fn apply(
             } else {
                 ItemState::Shipped
             };
-            tx.execute(
+            tx.execute_cached(
                 "UPDATE items SET state = ?4, shipped_commit = ?3, reason = NULL, push_pending = ?5,
                         shipped_pass = (SELECT pass FROM runs WHERE id = ?1)
                  WHERE run_id = ?1 AND id = ?2",
                 params![run_id, item, commit, state, push],
             )?;
             // Work shipped without its review owes one: a debt that blocks until paid.
-            tx.execute(
+            tx.execute_cached(
                 "INSERT OR IGNORE INTO debts (item, attempt, run_id, commit_id, base, reason, state, created_at)
                  SELECT item, attempt, run_id, ?4, COALESCE(onto, base), review_debt, 'open', ?5
                  FROM attempts WHERE run_id = ?1 AND item = ?2 AND attempt = ?3 AND review_debt IS NOT NULL",
@@ -254,7 +255,7 @@ pub fn apply(
             )?;
         }
         EventKind::Pushed { item, .. } => {
-            tx.execute(
+            tx.execute_cached(
                 "UPDATE items SET state = ?3, push_pending = 0, reason = NULL,
                         shipped_pass = (SELECT pass FROM runs WHERE id = ?1)
                  WHERE run_id = ?1 AND id = ?2",
@@ -263,7 +264,7 @@ pub fn apply(
         }
         EventKind::PushFailed { items, error } => {
             for item in items {
-                tx.execute(
+                tx.execute_cached(
                     "UPDATE items SET reason = ?3 WHERE run_id = ?1 AND id = ?2",
                     params![run_id, item, format!("push failed (retried): {error}")],
                 )?;
@@ -278,11 +279,11 @@ pub fn apply(
             ref_name,
             ..
         } => {
-            tx.execute(
+            tx.execute_cached(
                 "UPDATE attempts SET preserve_ref = ?4 WHERE run_id = ?1 AND item = ?2 AND attempt = ?3",
                 params![run_id, item, attempt, ref_name],
             )?;
-            tx.execute(
+            tx.execute_cached(
                 "UPDATE items SET preserve_ref = ?3 WHERE run_id = ?1 AND id = ?2",
                 params![run_id, item, ref_name],
             )?;
@@ -310,15 +311,15 @@ pub fn apply(
                         })
                 })
                 .transpose()?;
-            tx.execute(
+            tx.execute_cached(
                 "UPDATE attempts SET keep_branch = ?4 WHERE run_id = ?1 AND item = ?2 AND attempt = ?3",
                 params![run_id, item, attempt, keep_branch],
             )?;
-            tx.execute(
+            tx.execute_cached(
                 "UPDATE attempts SET reason = ?4 WHERE run_id = ?1 AND item = ?2 AND attempt = ?3",
                 params![run_id, item, attempt, reason],
             )?;
-            tx.execute(
+            tx.execute_cached(
                 "UPDATE items SET reason = ?3,
                         state = CASE WHEN ?5 IS NOT NULL THEN ?5
                                      WHEN ?4 OR attempts >= allowed THEN ?7 ELSE ?8 END,
@@ -355,7 +356,7 @@ pub fn apply(
             });
             // A review that ended on the environment (a rate limit) spends no cycle.
             let counts = reviewer == "review" && !outcome.reruns_iteration();
-            tx.execute(
+            tx.execute_cached(
                 "UPDATE attempts SET review_verdict = ?4,
                         review_cycles = CASE WHEN ?5 THEN ?6 ELSE review_cycles END
                  WHERE run_id = ?1 AND item = ?2 AND attempt = ?3",
@@ -374,20 +375,20 @@ pub fn apply(
             // Escalate, park and defer keep the phase: the attempt ends next (phase.rs).
             move_phase(tx, run_id, item, *attempt, kind)?;
             if action == "ship_with_debt" {
-                tx.execute(
+                tx.execute_cached(
                     "UPDATE attempts SET review_debt = ?4 WHERE run_id = ?1 AND item = ?2 AND attempt = ?3",
                     params![run_id, item, attempt, why],
                 )?;
             }
             if let Some(feedback) = feedback {
-                tx.execute(
+                tx.execute_cached(
                     "UPDATE attempts SET last_check_log = ?4 WHERE run_id = ?1 AND item = ?2 AND attempt = ?3",
                     params![run_id, item, attempt, feedback],
                 )?;
             }
         }
         EventKind::DebtReviewStarted { item, attempt, .. } => {
-            tx.execute(
+            tx.execute_cached(
                 "UPDATE debts SET tries = CASE WHEN last_run = ?1 THEN tries + 1 ELSE 1 END, last_run = ?1
                  WHERE item = ?2 AND attempt = ?3",
                 params![run_id, item, attempt],
@@ -404,13 +405,13 @@ pub fn apply(
         } => {
             add_spend(tx, run_id, item, spend.as_ref())?;
             if outcome == "paid" || outcome == "reopened" {
-                tx.execute(
+                tx.execute_cached(
                     "UPDATE debts SET state = ?3, settled_at = ?4, outcome = ?5 WHERE item = ?1 AND attempt = ?2",
                     params![item, attempt, outcome, at, why],
                 )?;
             }
             if outcome == "reopened" {
-                tx.execute(
+                tx.execute_cached(
                     "UPDATE items SET state = ?5, allowed = attempts + 1, feedback = ?3,
                             reason = ?4, shipped_pass = NULL
                      WHERE run_id = ?1 AND id = ?2",
@@ -432,14 +433,14 @@ pub fn apply(
             debt,
             ..
         } => {
-            tx.execute(
+            tx.execute_cached(
                 "UPDATE items SET state = ?4, shipped_commit = ?3, reason = NULL,
                         operator_actions = NULL, shipped_pass = (SELECT pass FROM runs WHERE id = ?1)
                  WHERE run_id = ?1 AND id = ?2",
                 params![run_id, item, commit, ItemState::Shipped],
             )?;
             if let Some(debt) = debt {
-                tx.execute(
+                tx.execute_cached(
                     "INSERT OR IGNORE INTO debts (item, attempt, run_id, commit_id, base, reason, state, created_at)
                      VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'open', ?7)",
                     params![item, attempt, run_id, commit, onto, debt, at],
@@ -447,7 +448,7 @@ pub fn apply(
             }
         }
         EventKind::WorktreeRemoved { item, attempt } => {
-            tx.execute(
+            tx.execute_cached(
                 "UPDATE attempts SET worktree_present = 0 WHERE run_id = ?1 AND item = ?2 AND attempt = ?3",
                 params![run_id, item, attempt],
             )?;
@@ -457,7 +458,7 @@ pub fn apply(
             halt_reason,
             exit_code,
         } => {
-            tx.execute(
+            tx.execute_cached(
                 "UPDATE runs SET state = ?5, finished_at = ?2, halt_reason = ?3, exit_code = ?4
                  WHERE id = ?1",
                 params![
@@ -484,12 +485,12 @@ fn add_spend(
         return Ok(());
     };
     let usd = spend.cost_usd.unwrap_or(0.0);
-    tx.execute(
+    tx.execute_cached(
         "UPDATE items SET spent_tokens = spent_tokens + ?3, spent_turns = spent_turns + ?4,
                 spent_usd = spent_usd + ?5 WHERE run_id = ?1 AND id = ?2",
         params![run_id, item, spend.weighted, spend.turns, usd],
     )?;
-    tx.execute(
+    tx.execute_cached(
         "UPDATE runs SET spent_tokens = spent_tokens + ?2, spent_turns = spent_turns + ?3,
                 spent_usd = spent_usd + ?4 WHERE id = ?1",
         params![run_id, spend.weighted, spend.turns, usd],
@@ -508,7 +509,7 @@ fn move_phase(
     kind: &EventKind,
 ) -> Result<(), StoreError> {
     let from: Option<Phase> = tx
-        .query_row(
+        .query_row_cached(
             "SELECT phase FROM attempts WHERE run_id = ?1 AND item = ?2 AND attempt = ?3",
             params![run_id, item, attempt],
             |r| r.get(0),
@@ -519,7 +520,7 @@ fn move_phase(
     };
     let to = transition(from, kind)?;
     if to != from {
-        tx.execute(
+        tx.execute_cached(
             "UPDATE attempts SET phase = ?4 WHERE run_id = ?1 AND item = ?2 AND attempt = ?3",
             params![run_id, item, attempt, to],
         )?;

@@ -2,6 +2,7 @@
 //! The journal (`events`) and the state it folds into (`runs`, `items`, `attempts`) change
 //! together, one transaction per transition. One writer (the engine); readers open read-only.
 
+mod cached;
 pub mod chain;
 mod event;
 mod fold;
@@ -16,6 +17,8 @@ mod state;
 use std::path::Path;
 
 use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
+
+use cached::Cached;
 
 pub use event::{
     CheckStage, CheckSummary, Event, EventKind, Metric, Outcome, PlannedItem, Scope, Spend,
@@ -363,6 +366,7 @@ impl Store {
         conn.pragma_update(None, "synchronous", "FULL")?;
         conn.pragma_update(None, "foreign_keys", "ON")?;
         conn.busy_timeout(std::time::Duration::from_secs(10))?;
+        cached::configure(&conn)?;
         schema::migrate(&mut conn)?;
         conn.execute_batch(INDEXES)?;
         let identity = identity_of(path).map(|id| (path.to_owned(), id));
@@ -395,7 +399,7 @@ impl Store {
         {
             return Ok(());
         }
-        let chained: bool = self.conn.query_row(
+        let chained: bool = self.conn.query_row_cached(
             "SELECT EXISTS (SELECT 1 FROM events WHERE mac IS NOT NULL)",
             [],
             |r| r.get(0),
@@ -408,7 +412,7 @@ impl Store {
         let rows = chain_rows(&tx)?;
         for row in rows {
             prev = chain::mac(key, &prev, &row.as_row());
-            tx.execute(
+            tx.execute_cached(
                 "UPDATE events SET mac = ?1 WHERE seq = ?2",
                 params![prev, row.seq],
             )?;
@@ -551,7 +555,7 @@ impl Store {
     pub fn written_by_others(&self) -> Result<bool, StoreError> {
         let now: i64 = self
             .conn
-            .query_row("PRAGMA data_version", [], |r| r.get(0))?;
+            .query_row_cached("PRAGMA data_version", [], |r| r.get(0))?;
         Ok(self.data_version.replace(Some(now)) != Some(now))
     }
 
@@ -566,7 +570,8 @@ impl Store {
             source,
         })?;
         conn.busy_timeout(std::time::Duration::from_secs(10))?;
-        let found: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+        cached::configure(&conn)?;
+        let found: i64 = conn.query_row_cached("PRAGMA user_version", [], |r| r.get(0))?;
         if found > schema::VERSION {
             return Err(MigrateError::TooNew { found }.into());
         }
@@ -595,7 +600,7 @@ impl Store {
         // before the journal, like every check of it) and the one this writer last wrote.
         let heads = self.heads_to_follow();
         let tx = self.conn.transaction()?;
-        tx.execute(
+        tx.execute_cached(
             "INSERT INTO events (run_id, at, kind, item, attempt, data) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
             params![run_id, at, kind.name(), item, attempt, data],
         )?;
@@ -606,7 +611,7 @@ impl Store {
         let mut new_head = None;
         if let Some(key) = &self.chain {
             let (prev_seq, prev): (i64, String) = tx
-                .query_row(
+                .query_row_cached(
                     "SELECT seq, COALESCE(mac, '') FROM events WHERE seq < ?1 ORDER BY seq DESC LIMIT 1",
                     [seq],
                     |r| Ok((r.get(0)?, r.get(1)?)),
@@ -626,7 +631,7 @@ impl Store {
                     data: &data,
                 },
             );
-            tx.execute(
+            tx.execute_cached(
                 "UPDATE events SET mac = ?1 WHERE seq = ?2",
                 params![mac, seq],
             )?;
@@ -636,7 +641,9 @@ impl Store {
                 let count = match &self.last_head {
                     Some(h) if h.seq == prev_seq => h.count + 1,
                     _ => tx
-                        .query_row("SELECT COUNT(*) FROM events", [], |r| r.get::<_, i64>(0))?
+                        .query_row_cached("SELECT COUNT(*) FROM events", [], |r| {
+                            r.get::<_, i64>(0)
+                        })?
                         .unsigned_abs(),
                 };
                 new_head = Some(head::Head { seq, count, mac });
@@ -665,7 +672,7 @@ impl Store {
     pub fn latest_run(&self) -> Result<Option<RunRow>, StoreError> {
         Ok(self
             .conn
-            .query_row(
+            .query_row_cached(
                 &format!("SELECT {RUN_COLUMNS} FROM runs ORDER BY rowid DESC LIMIT 1"),
                 [],
                 run_row,
@@ -678,7 +685,7 @@ impl Store {
     pub fn unfinished_run(&self) -> Result<Option<RunRow>, StoreError> {
         Ok(self
             .conn
-            .query_row(
+            .query_row_cached(
                 &format!("SELECT {RUN_COLUMNS} FROM runs WHERE state = 'running' ORDER BY rowid DESC LIMIT 1"),
                 [],
                 run_row,
@@ -690,7 +697,7 @@ impl Store {
     pub fn run(&self, run_id: &str) -> Result<Option<RunRow>, StoreError> {
         Ok(self
             .conn
-            .query_row(
+            .query_row_cached(
                 &format!("SELECT {RUN_COLUMNS} FROM runs WHERE id = ?1"),
                 [run_id],
                 run_row,
@@ -700,7 +707,7 @@ impl Store {
 
     /// The items of a run, in plan order.
     pub fn items(&self, run_id: &str) -> Result<Vec<ItemRow>, StoreError> {
-        let mut stmt = self.conn.prepare(&format!(
+        let mut stmt = self.conn.prepare_cached(&format!(
             "SELECT {ITEM_COLUMNS} FROM items WHERE run_id = ?1 ORDER BY position"
         ))?;
         let rows = stmt.query_map([run_id], item_row)?;
@@ -711,7 +718,7 @@ impl Store {
     pub fn item(&self, run_id: &str, id: &str) -> Result<Option<ItemRow>, StoreError> {
         Ok(self
             .conn
-            .query_row(
+            .query_row_cached(
                 &format!("SELECT {ITEM_COLUMNS} FROM items WHERE run_id = ?1 AND id = ?2"),
                 params![run_id, id],
                 item_row,
@@ -729,7 +736,7 @@ impl Store {
         let state = state.as_str();
         Ok(self
             .conn
-            .query_row(
+            .query_row_cached(
                 &format!(
                     "SELECT {ITEM_COLUMNS} FROM items WHERE run_id = ?1 AND state = ?2
                      ORDER BY position LIMIT 1"
@@ -747,18 +754,15 @@ impl Store {
         state: ItemState,
         limit: usize,
     ) -> Result<Vec<ItemRow>, StoreError> {
+        // The limit is written into the SQL, not bound: SQLite re-prepares a statement each
+        // time a value is bound to a `LIMIT ?` (it plans with the value), which undid the
+        // statement cache on this read of every step.
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         let mut stmt = self.conn.prepare_cached(&format!(
             "SELECT {ITEM_COLUMNS} FROM items WHERE run_id = ?1 AND state = ?2
-             ORDER BY position LIMIT ?3"
+             ORDER BY position LIMIT {limit}"
         ))?;
-        let rows = stmt.query_map(
-            params![
-                run_id,
-                state.as_str(),
-                i64::try_from(limit).unwrap_or(i64::MAX)
-            ],
-            item_row,
-        )?;
+        let rows = stmt.query_map(params![run_id, state.as_str()], item_row)?;
         Ok(rows.collect::<Result<_, _>>()?)
     }
 
@@ -769,7 +773,7 @@ impl Store {
         state: ItemState,
     ) -> Result<(usize, usize), StoreError> {
         let state = state.as_str();
-        let (all, in_state): (i64, i64) = self.conn.query_row(
+        let (all, in_state): (i64, i64) = self.conn.query_row_cached(
             "SELECT COUNT(*), COALESCE(SUM(state = ?2), 0) FROM items WHERE run_id = ?1",
             params![run_id, state],
             |r| Ok((r.get(0)?, r.get(1)?)),
@@ -782,7 +786,7 @@ impl Store {
 
     /// The attempts of a run, oldest first.
     pub fn attempts(&self, run_id: &str) -> Result<Vec<AttemptRow>, StoreError> {
-        let mut stmt = self.conn.prepare(
+        let mut stmt = self.conn.prepare_cached(
             "SELECT item, attempt, base, branch, worktree, phase, iteration, candidate, merged, onto,
                     preserve_ref, reason, worktree_present, last_check_log, nudges, env_retries, last_outcome, agent_session,
                     conflict_repairs, conflict_paths, keep_branch, review_cycles, review_verdict, review_debt
@@ -794,7 +798,7 @@ impl Store {
 
     /// Attempts of any run whose worktree may still exist on disk.
     pub fn lingering_attempts(&self) -> Result<Vec<(String, AttemptRow)>, StoreError> {
-        let mut stmt = self.conn.prepare(
+        let mut stmt = self.conn.prepare_cached(
             "SELECT item, attempt, base, branch, worktree, phase, iteration, candidate, merged, onto,
                     preserve_ref, reason, worktree_present, last_check_log, nudges, env_retries, last_outcome, agent_session,
                     conflict_repairs, conflict_paths, keep_branch, review_cycles, review_verdict, review_debt, run_id
@@ -813,7 +817,7 @@ impl Store {
     ) -> Result<Option<AttemptRow>, StoreError> {
         Ok(self
             .conn
-            .query_row(
+            .query_row_cached(
                 "SELECT item, attempt, base, branch, worktree, phase, iteration, candidate, merged, onto,
                         preserve_ref, reason, worktree_present, last_check_log, nudges, env_retries, last_outcome, agent_session,
                     conflict_repairs, conflict_paths, keep_branch, review_cycles, review_verdict, review_debt
@@ -827,7 +831,7 @@ impl Store {
     /// The highest attempt number any run has used for `item` (attempt numbers never repeat,
     /// so refs and worktree paths named after them never collide across runs).
     pub fn max_attempt_number(&self, item: &str) -> Result<u32, StoreError> {
-        Ok(self.conn.query_row(
+        Ok(self.conn.query_row_cached(
             "SELECT COALESCE(MAX(attempt), 0) FROM attempts WHERE item = ?1",
             [item],
             |r| r.get(0),
@@ -839,7 +843,7 @@ impl Store {
     pub fn shipped_by(&self, item: &str) -> Result<Option<String>, StoreError> {
         Ok(self
             .conn
-            .query_row(
+            .query_row_cached(
                 "SELECT run_id FROM items WHERE id = ?1 AND state = 'shipped' AND shipped_commit IS NOT NULL
                    AND NOT EXISTS (SELECT 1 FROM debts d WHERE d.item = items.id AND d.state = 'reopened'
                                    AND d.commit_id = items.shipped_commit)
@@ -854,7 +858,7 @@ impl Store {
     pub fn knows_item(&self, item: &str) -> Result<bool, StoreError> {
         Ok(self
             .conn
-            .query_row("SELECT 1 FROM items WHERE id = ?1 LIMIT 1", [item], |_| {
+            .query_row_cached("SELECT 1 FROM items WHERE id = ?1 LIMIT 1", [item], |_| {
                 Ok(())
             })
             .optional()?
@@ -869,16 +873,25 @@ impl Store {
         attempt: u32,
         kind: Option<&str>,
     ) -> Result<Vec<Event>, StoreError> {
-        self.events_where(
-            "run_id = ?1 AND item = ?2 AND attempt = ?3 AND (?4 IS NULL OR kind = ?4) ORDER BY seq",
-            params![run_id, item, attempt, kind],
-            |_| true,
-        )
+        // Two statements, not `(?4 IS NULL OR kind = ?4)`: SQLite plans that with the bound
+        // value and so re-prepares it at every bind, past the statement cache.
+        match kind {
+            Some(kind) => self.events_where(
+                "run_id = ?1 AND item = ?2 AND attempt = ?3 AND kind = ?4 ORDER BY seq",
+                params![run_id, item, attempt, kind],
+                |_| true,
+            ),
+            None => self.events_where(
+                "run_id = ?1 AND item = ?2 AND attempt = ?3 ORDER BY seq",
+                params![run_id, item, attempt],
+                |_| true,
+            ),
+        }
     }
 
     /// Every review debt, oldest first (all runs).
     pub fn debts(&self) -> Result<Vec<DebtRow>, StoreError> {
-        let mut stmt = self.conn.prepare(
+        let mut stmt = self.conn.prepare_cached(
             "SELECT item, attempt, run_id, commit_id, base, reason, state, created_at, tries, last_run,
                     settled_at, outcome
              FROM debts ORDER BY created_at, rowid",
@@ -909,9 +922,10 @@ impl Store {
 
     /// Journal entries after `after_seq` (all runs), oldest first, at most `limit`.
     pub fn events_after(&self, after_seq: i64, limit: usize) -> Result<Vec<Event>, StoreError> {
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         self.events_where(
-            "seq > ?1 ORDER BY seq LIMIT ?2",
-            params![after_seq, limit as i64],
+            &format!("seq > ?1 ORDER BY seq LIMIT {limit}"),
+            [after_seq],
             |_| true,
         )
     }
@@ -920,7 +934,7 @@ impl Store {
     pub fn last_seq(&self) -> Result<i64, StoreError> {
         Ok(self
             .conn
-            .query_row("SELECT COALESCE(MAX(seq), 0) FROM events", [], |r| r.get(0))?)
+            .query_row_cached("SELECT COALESCE(MAX(seq), 0) FROM events", [], |r| r.get(0))?)
     }
 
     /// Where the work journaled after position `after` stands: the run an engine opened
@@ -1021,7 +1035,7 @@ impl Store {
         params: impl rusqlite::Params,
         keep: impl Fn(&str) -> bool,
     ) -> Result<Vec<Event>, StoreError> {
-        let mut stmt = self.conn.prepare(&format!(
+        let mut stmt = self.conn.prepare_cached(&format!(
             "SELECT seq, run_id, at, kind, data FROM events WHERE {condition}"
         ))?;
         let rows = stmt.query_map(params, |r| {
@@ -1096,7 +1110,7 @@ impl Store {
         let events = self.events_after(0, usize::MAX >> 1)?;
         let tx = self.conn.transaction()?;
         for (table, _) in STATE_TABLES {
-            tx.execute(&format!("DELETE FROM {table}"), [])?;
+            tx.execute_cached(&format!("DELETE FROM {table}"), [])?;
         }
         for event in &events {
             fold::apply(&tx, &event.run_id, &event.at, &event.kind)?;
@@ -1171,7 +1185,7 @@ fn follow_heads(
         return Ok(());
     }
     let last: Option<(i64, String)> = tx
-        .query_row(
+        .query_row_cached(
             "SELECT seq, kind FROM events WHERE seq < ?1 ORDER BY seq DESC LIMIT 1",
             [appending],
             |r| Ok((r.get(0)?, r.get(1)?)),
@@ -1179,7 +1193,7 @@ fn follow_heads(
         .optional()?;
     for h in heads {
         let at: Option<(String, Option<String>)> = tx
-            .query_row(
+            .query_row_cached(
                 "SELECT kind, mac FROM events WHERE seq = ?1",
                 [h.seq],
                 |r| Ok((r.get(0)?, r.get(1)?)),
@@ -1191,7 +1205,7 @@ fn follow_heads(
 }
 
 fn chain_rows(conn: &Connection) -> Result<Vec<ChainRow>, StoreError> {
-    let mut stmt = conn.prepare(
+    let mut stmt = conn.prepare_cached(
         "SELECT seq, run_id, at, kind, item, attempt, data, mac FROM events ORDER BY seq",
     )?;
     let rows = stmt.query_map([], |r| {
@@ -1295,7 +1309,7 @@ fn attempt_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<AttemptRow> {
 }
 
 fn dump(conn: &Connection, table: &str, order: &str) -> rusqlite::Result<Vec<Vec<String>>> {
-    let mut stmt = conn.prepare(&format!("SELECT * FROM {table} ORDER BY {order}"))?;
+    let mut stmt = conn.prepare_cached(&format!("SELECT * FROM {table} ORDER BY {order}"))?;
     let columns = stmt.column_count();
     let rows = stmt.query_map([], |r| {
         (0..columns)
