@@ -46,3 +46,41 @@ impl Cached for Connection {
         self.prepare_cached(sql)?.query_row(params, f)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rusqlite::StatementStatus;
+
+    /// How often the cached `SELECT … LIMIT ?1` was re-prepared over five binds.
+    fn reprepares(conn: &Connection) -> i32 {
+        let sql = "SELECT x FROM t WHERE x > ?1 ORDER BY x LIMIT ?2";
+        conn.execute_batch(
+            "CREATE TABLE t (x INTEGER PRIMARY KEY); INSERT INTO t VALUES (1), (2), (3);",
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        for limit in 1..=5_i64 {
+            let rows: Vec<i64> = conn
+                .prepare_cached(sql)
+                .and_then(|mut s| s.query_map([0, limit], |r| r.get(0))?.collect())
+                .unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(rows.len(), usize::try_from(limit.min(3)).unwrap_or(0));
+        }
+        conn.prepare_cached(sql)
+            .map(|s| s.get_status(StatementStatus::RePrepare))
+            .unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    #[test]
+    fn a_configured_connection_never_re_prepares_a_cached_statement_at_a_bind() {
+        let plain = Connection::open_in_memory().unwrap_or_else(|e| panic!("{e}"));
+        // The bundled SQLite re-prepares at each new bound LIMIT: what `configure` prevents.
+        assert!(
+            reprepares(&plain) > 0,
+            "the bundled SQLite no longer re-prepares a bound LIMIT"
+        );
+        let configured = Connection::open_in_memory().unwrap_or_else(|e| panic!("{e}"));
+        configure(&configured).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(reprepares(&configured), 0);
+    }
+}

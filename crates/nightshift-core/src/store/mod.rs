@@ -1070,6 +1070,7 @@ impl Store {
     /// drift), and the first row that differs; `None` when they all are.
     pub fn state_drift(&self) -> Result<Option<String>, StoreError> {
         let mut scratch = Connection::open_in_memory()?;
+        cached::configure(&scratch)?;
         schema::migrate(&mut scratch)?;
         let events = self.events_after(0, usize::MAX >> 1)?;
         {
@@ -1123,6 +1124,7 @@ impl Store {
     /// whether they equal the stored ones. A consistency proof for tests and `doctor`.
     pub fn refold_matches(&self) -> Result<bool, StoreError> {
         let mut scratch = Connection::open_in_memory()?;
+        cached::configure(&scratch)?;
         schema::migrate(&mut scratch)?;
         let events = self.events_after(0, usize::MAX >> 1)?;
         {
