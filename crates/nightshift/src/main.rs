@@ -17,6 +17,12 @@ use clap::Parser;
 use crate::cli::{Cli, Command};
 use crate::error::CommandError;
 
+/// Whether `path` is an executable regular file.
+fn is_executable(path: &std::path::Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
 fn main() -> ExitCode {
     // The scripted agent runs inside this binary so `nightshift demo` needs nothing else
     // installed; it is dispatched before clap so its own arguments pass through untouched.
@@ -37,7 +43,9 @@ fn main() -> ExitCode {
         ));
     }
     if let Ok(exe) = std::env::current_exe() {
-        nightshift_core::sandbox::set_helper(exe);
+        // The small helper binary beside this one when it is there (decision 106), else this.
+        let small = exe.with_file_name(format!("nightshift-exec{}", std::env::consts::EXE_SUFFIX));
+        nightshift_core::sandbox::set_helper(if is_executable(&small) { small } else { exe });
     }
     // Alerts are delivered by a detached `nightshift __deliver`, so a run never waits on them.
     nightshift_core::notify::set_launcher(commands::notify::launch_deliverer);

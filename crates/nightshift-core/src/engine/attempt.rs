@@ -816,7 +816,7 @@ impl Engine<'_> {
         // next attempt's base, whose results the guards then compare against.
         let tree = match stage {
             CheckStage::Work if protected.is_empty() => Some(match &att.candidate {
-                Some(candidate) => self.judge().tree_of(candidate)?,
+                Some(candidate) => self.judge().tree_of_new(candidate)?,
                 None => wt.tree_of("HEAD")?,
             }),
             CheckStage::Work => None,

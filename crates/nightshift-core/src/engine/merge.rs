@@ -68,15 +68,20 @@ impl Engine<'_> {
         };
         // Until it lands, nothing but the journal names this commit: a `git gc --prune=now`
         // (a user's, a cron's) would delete it, and every later step of the attempt would
-        // fail on the missing object. A ref keeps it alive; teardown deletes it.
-        self.git
-            .set_ref(&merge_ref(&att.item, att.attempt), &commit)?;
+        // fail on the missing object. A ref keeps it alive; teardown deletes it. The candidate
+        // itself (landing as it is, decision 106) is kept alive by the attempt's branch.
+        if commit != candidate {
+            self.git
+                .set_ref(&merge_ref(&att.item, att.attempt), &commit)?;
+        }
         // The next attempt's base is this commit: its tree is known already.
-        if tip == att.base {
-            let tree = self.judge().tree_of(&candidate)?;
-            self.judge().know_tree(&commit, &tree);
-        } else if let Some(tree) = tree {
-            self.judge().know_tree(&commit, &tree);
+        match tree {
+            Some(tree) => self.judge().know_tree(&commit, &tree),
+            None if tip == att.base => {
+                let tree = self.judge().tree_of_new(&candidate)?;
+                self.judge().know_tree(&commit, &tree);
+            }
+            None => {}
         }
         self.record(EventKind::MergePrepared {
             item: att.item.clone(),
@@ -250,9 +255,14 @@ pub(in crate::engine) fn merged_is_missing(
     };
     // Its keep-alive ref still naming it is enough (read from the files, no git call): git
     // refuses to write a ref to a missing object, and no gc deletes what a ref names.
-    let kept = merge_ref(&att.item, att.attempt);
-    if git.resolve_ref(common_dir, &kept)?.as_deref() == Some(merged) {
-        return Ok(false);
+    // A candidate landing as it is (decision 106) has no keep-alive ref: its branch names it.
+    for kept in [
+        merge_ref(&att.item, att.attempt),
+        format!("refs/heads/{}", att.branch),
+    ] {
+        if git.resolve_ref(common_dir, &kept)?.as_deref() == Some(merged) {
+            return Ok(false);
+        }
     }
     Ok(git.resolve(merged)?.is_none())
 }

@@ -78,6 +78,7 @@ impl Engine<'_> {
         let receipts = Receipts {
             store: &self.store,
             git: &self.git,
+            common_dir: &self.common_dir,
             ws: &self.ws,
             config: &self.config,
             item_checks: &self.item_checks,
@@ -113,6 +114,8 @@ impl Engine<'_> {
 struct Receipts<'a> {
     store: &'a crate::store::Store,
     git: &'a crate::git::Git,
+    /// The user's repository's shared git directory.
+    common_dir: &'a Path,
     ws: &'a crate::workspace::Workspace,
     /// The pinned control plane.
     config: &'a crate::config::Config,
@@ -175,7 +178,8 @@ impl Receipts<'_> {
             .collect();
         let mut specs: Vec<String> = made.iter().map(|c| format!("{c}^{{tree}}")).collect();
         specs.extend(CONTEXT_FILES.iter().map(|f| format!("{}:{f}", att.base)));
-        let found = self.true_names(&specs);
+        let found = loose_true_names(&self.common_dir.join("objects"), &made, &att.base)
+            .unwrap_or_else(|| self.true_names(&specs));
         let mut trees: HashMap<String, Option<String>> = made
             .iter()
             .zip(&found)
@@ -657,6 +661,30 @@ fn blob(repo: &Path, spec: &str) -> Option<Vec<u8>> {
         .output()
         .ok()?;
     out.status.success().then_some(out.stdout)
+}
+
+/// What [`Receipts::true_names`] answers for the trees of `made` and the context files at
+/// `base`, read from loose objects alone (decision 106): commits this run made and the base an
+/// attempt was just given are loose in the user's store, and a loose object's contents are
+/// what it is, whatever a replace ref says. `None` when any of them is not loose (the caller
+/// asks git).
+fn loose_true_names(objects: &Path, made: &[String], base: &str) -> Option<Vec<Option<String>>> {
+    use crate::git::object::{read_loose_commit, read_loose_tree};
+    let mut found = Vec::with_capacity(made.len() + CONTEXT_FILES.len());
+    for commit in made {
+        found.push(Some(read_loose_commit(objects, commit)?.tree));
+    }
+    let entries = read_loose_tree(objects, &read_loose_commit(objects, base)?.tree)?;
+    for name in CONTEXT_FILES {
+        // A gitlink names a commit of another repository, which `cat-file` finds missing.
+        found.push(
+            entries
+                .iter()
+                .find(|e| e.name == name.as_bytes() && e.mode != "160000")
+                .map(|e| e.id.clone()),
+        );
+    }
+    Some(found)
 }
 
 /// The first line `<binary> --version` prints, asked once per binary per process, bounded by

@@ -198,14 +198,43 @@ impl Engine<'_> {
     ) -> Result<String, EngineError> {
         let commit = self.housekeeping().snapshot(run_id, att, &ref_name)?;
         self.git.set_ref(&ref_name, &commit)?;
+        self.journal_preserved(run_id, att, &ref_name, commit)?;
+        Ok(ref_name)
+    }
+
+    fn journal_preserved(
+        &mut self,
+        run_id: &str,
+        att: &AttemptRow,
+        ref_name: &str,
+        commit: String,
+    ) -> Result<(), EngineError> {
         let kind = EventKind::Preserved {
             item: att.item.clone(),
             attempt: att.attempt,
-            ref_name: ref_name.clone(),
+            ref_name: ref_name.to_owned(),
             commit,
         };
-        self.record_for(run_id, kind)?;
-        Ok(ref_name)
+        self.record_for(run_id, kind)
+    }
+
+    /// [`Engine::preserve_to`] under [`preserve_ref_name`]; a failure is journaled as
+    /// `teardown_failed` (the worktree is kept) and answers `false`.
+    fn preserve_or_warn(&mut self, run_id: &str, att: &AttemptRow) -> Result<bool, EngineError> {
+        match self.preserve_to(run_id, att, preserve_ref_name(att)) {
+            Ok(_) => Ok(true),
+            Err(err) => {
+                self.record_for(
+                    run_id,
+                    EventKind::TeardownFailed {
+                        item: att.item.clone(),
+                        attempt: att.attempt,
+                        error: format!("preserve the attempt's work (the worktree is kept): {err}"),
+                    },
+                )?;
+                Ok(false)
+            }
+        }
     }
 
     /// Journals an event for `run_id`, which may be an earlier run being reconciled.
@@ -235,17 +264,19 @@ impl Engine<'_> {
         if !att.worktree_present {
             return Ok(());
         }
+        // A shipped attempt's work is its candidate, on the target already: its preserve ref
+        // is set in the one transaction that drops the attempt's other refs, once the
+        // worktree is gone (a git call fewer, decision 106). Anything else is preserved
+        // before its worktree is touched.
+        let shipped = match (&att.preserve_ref, &att.candidate) {
+            (None, Some(candidate)) if att.phase == Phase::Integrated => Some(candidate.clone()),
+            _ => None,
+        };
         if att.preserve_ref.is_none()
-            && let Err(err) = self.preserve_to(run_id, &att, preserve_ref_name(&att))
+            && shipped.is_none()
+            && !self.preserve_or_warn(run_id, &att)?
         {
-            return self.record_for(
-                run_id,
-                EventKind::TeardownFailed {
-                    item: item.into(),
-                    attempt,
-                    error: format!("preserve the attempt's work (the worktree is kept): {err}"),
-                },
-            );
+            return Ok(());
         }
         let path = PathBuf::from(&att.worktree);
         // Nothing may still be running in it when git touches it (seed 003).
@@ -256,17 +287,36 @@ impl Engine<'_> {
             Some(self.started_boot),
         );
         if !swept.survivors.is_empty() {
+            if shipped.is_some() && !self.preserve_or_warn(run_id, &att)? {
+                return Ok(());
+            }
             return self.quarantine(run_id, &att, &path, &swept.survivors);
         }
         match self.housekeeping().remove_worktree(&path) {
             Ok(()) => {
                 // The prepared merge's keep-alive ref (merge.rs, `prepare_merge`), and the
-                // attempt's branch unless it is kept: one git call.
+                // attempt's branch unless it is kept: one git call, which also keeps a
+                // shipped attempt's candidate under its preserve ref.
                 let mut gone = vec![super::attempt::merge_ref(item, attempt)];
                 if !att.keep_branch {
                     gone.push(format!("refs/heads/{}", att.branch));
                 }
-                let _ = self.git.delete_refs(&gone);
+                match shipped {
+                    Some(candidate) => {
+                        let name = preserve_ref_name(&att);
+                        if self.git.update_refs(&[(&name, &candidate)], &gone).is_ok() {
+                            self.journal_preserved(run_id, &att, &name, candidate)?;
+                        } else {
+                            // One at a time, then: the preserve ref first (its failure is a
+                            // warning; the work is on the target).
+                            self.preserve_or_warn(run_id, &att)?;
+                            let _ = self.git.delete_refs(&gone);
+                        }
+                    }
+                    None => {
+                        let _ = self.git.delete_refs(&gone);
+                    }
+                }
                 self.record_for(
                     run_id,
                     EventKind::WorktreeRemoved {
@@ -275,14 +325,19 @@ impl Engine<'_> {
                     },
                 )
             }
-            Err(error) => self.record_for(
-                run_id,
-                EventKind::TeardownFailed {
-                    item: item.into(),
-                    attempt,
-                    error,
-                },
-            ),
+            Err(error) => {
+                if shipped.is_some() && !self.preserve_or_warn(run_id, &att)? {
+                    return Ok(());
+                }
+                self.record_for(
+                    run_id,
+                    EventKind::TeardownFailed {
+                        item: item.into(),
+                        attempt,
+                        error,
+                    },
+                )
+            }
         }
     }
 

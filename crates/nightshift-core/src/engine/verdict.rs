@@ -214,6 +214,24 @@ impl Judge<'_> {
         Ok(tree)
     }
 
+    /// The tree of a commit made during this run (an attempt's candidate: nightshift's own
+    /// commit, or the agent's fetched in), which nothing but its object can name yet: read
+    /// from its loose object in the user's store where it is one (decision 106), else asked
+    /// of git as [`Judge::tree_of`]. (The base goes through `tree_of`: a user's replace ref
+    /// may stand for it, and git's answer is the one that counts.)
+    pub(super) fn tree_of_new(&self, commit: &str) -> Result<String, EngineError> {
+        if let Some(tree) = self.trees.borrow().get(commit) {
+            return Ok(tree.clone());
+        }
+        match crate::git::object::read_loose_commit(&self.common_dir.join("objects"), commit) {
+            Some(object) => {
+                self.know_tree(commit, &object.tree);
+                Ok(object.tree)
+            }
+            None => self.tree_of(commit),
+        }
+    }
+
     /// Remembers that `commit` has `tree` (both known without asking git).
     pub(super) fn know_tree(&self, commit: &str, tree: &str) {
         self.trees

@@ -91,6 +91,15 @@ impl<'g> Integrator<'g> {
         strategy: Strategy,
         message: &str,
     ) -> Result<Prepared, GitError> {
+        if tip == base
+            && strategy == Strategy::Squash
+            && let Some(tree) = self.own_squash(base, candidate, message)
+        {
+            return Ok(Prepared::Ready {
+                commit: candidate.to_owned(),
+                tree: Some(tree),
+            });
+        }
         let (tree, merged_tree) = if tip == base {
             (format!("{candidate}^{{tree}}"), None)
         } else {
@@ -111,6 +120,21 @@ impl<'g> Integrator<'g> {
             },
         };
         Ok(Prepared::Ready { commit, tree })
+    }
+
+    /// The candidate's tree when the candidate already is the commit a squash onto an unmoved
+    /// target would make: nightshift's own single commit on `base`, with `message` (as `git
+    /// commit` stored it) and nothing else in it (no signature, no other header), so the
+    /// squash would differ from it only in its timestamps. Read from its loose object; `None`
+    /// whenever that cannot be told without git (decision 106).
+    fn own_squash(&self, base: &str, candidate: &str, message: &str) -> Option<String> {
+        let object = super::object::read_loose_commit(&self.common_dir.join("objects"), candidate)?;
+        let same = object.parents == [base]
+            && !object.other_headers
+            && super::worktree::is_own_ident(&object.author)
+            && super::worktree::is_own_ident(&object.committer)
+            && object.message == super::object::stripspace(&super::message::sanitize(message));
+        same.then_some(object.tree)
     }
 
     /// Replays the commits `base..candidate` one by one onto `tip`, authors kept. `None` when
@@ -531,6 +555,61 @@ mod tests {
             };
             assert_eq!(message.trim(), own, "{strategy:?}");
         }
+        Ok(())
+    }
+
+    #[test]
+    fn onto_an_unmoved_tip_only_nightshifts_own_commit_with_the_same_message_lands_itself()
+    -> Result<(), GitError> {
+        let r = repo();
+        let message = "w: Fix it  \n\nMake f say changed.\n\nNightshift-Attempt: 1\n";
+        // nightshift's own commit of the work, on the base, as the engine makes it.
+        let own = |at: &str, extra: &str| {
+            sh(
+                &r.root,
+                &format!(
+                    "git checkout -q --detach {} && echo {at} > f && git add f && \
+                     GIT_AUTHOR_NAME=nightshift GIT_AUTHOR_EMAIL=nightshift@localhost \
+                     GIT_COMMITTER_NAME=nightshift GIT_COMMITTER_EMAIL=nightshift@localhost \
+                     {extra} git commit -q --no-verify -F - <<'EOF'\n{message}EOF\n",
+                    r.base
+                ),
+            );
+            r.git.resolve("HEAD").ok().flatten().unwrap_or_default()
+        };
+        let i = Integrator::new(&r.git, &r.common);
+        let candidate = own("mine", "");
+        let tree = r.git.tree_of(&candidate)?;
+        assert_eq!(
+            i.prepare(&r.base, &candidate, &r.base, Strategy::Squash, message)?,
+            Prepared::Ready {
+                commit: candidate.clone(),
+                tree: Some(tree)
+            }
+        );
+        // Another message, another strategy, a moved tip, another author: a commit of its own.
+        for (prepared, why) in [
+            (
+                i.prepare(&r.base, &candidate, &r.base, Strategy::Squash, "other")?,
+                "message",
+            ),
+            (
+                i.prepare(&r.base, &candidate, &r.base, Strategy::Merge, message)?,
+                "merge",
+            ),
+            (
+                i.prepare(&r.base, &r.candidate, &r.base, Strategy::Squash, "work")?,
+                "author",
+            ),
+        ] {
+            assert_ne!(ready(prepared), candidate, "{why}");
+        }
+        let ada = own("ada", "GIT_AUTHOR_NAME=Ada");
+        assert_ne!(
+            ready(i.prepare(&r.base, &ada, &r.base, Strategy::Squash, message)?),
+            ada,
+            "another author"
+        );
         Ok(())
     }
 }

@@ -7,6 +7,7 @@ mod clone;
 mod cmd;
 mod integrate;
 pub mod message;
+pub mod object;
 pub mod pool;
 pub mod scratch;
 mod seed;

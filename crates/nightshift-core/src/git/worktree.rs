@@ -22,6 +22,13 @@ fn ident() -> Vec<(&'static str, &'static OsStr)> {
     IDENT.iter().map(|(k, v)| (*k, OsStr::new(*v))).collect()
 }
 
+/// Whether a commit's `author` or `committer` value is nightshift's own ident.
+pub(super) fn is_own_ident(value: &str) -> bool {
+    super::object::ident_is(value, IDENT[0].1, IDENT[1].1)
+        && IDENT[0].1 == IDENT[2].1
+        && IDENT[1].1 == IDENT[3].1
+}
+
 /// The last few `diff --raw` answers between two commits, by (from, to).
 type RecentDiffs = Vec<((String, String), Vec<RawChange>)>;
 
@@ -746,7 +753,17 @@ impl Git {
 
     /// Deletes the refs `names` (full names) in one transaction, a missing one being fine.
     pub fn delete_refs(&self, names: &[String]) -> Result<(), GitError> {
-        let commands: String = names.iter().map(|n| format!("delete {n}\n")).collect();
+        self.update_refs(&[], names)
+    }
+
+    /// Points each ref of `set` (full name, commit) at its commit and deletes the refs
+    /// `delete` (a missing one being fine), all in one transaction: all happen or none.
+    pub fn update_refs(&self, set: &[(&str, &str)], delete: &[String]) -> Result<(), GitError> {
+        let mut commands: String = set
+            .iter()
+            .map(|(name, commit)| format!("update {name} {commit}\n"))
+            .collect();
+        commands.extend(delete.iter().map(|n| format!("delete {n}\n")));
         self.run_input(&["update-ref", "--stdin"], &[], Some(commands.as_bytes()))?;
         Ok(())
     }

@@ -75,10 +75,14 @@ pub(super) fn exec(spec: &Spec, argv: &[OsString], probe: bool) -> i32 {
         eprintln!("nightshift __exec: failed to block signals: {err}");
         return SETUP_FAILED;
     }
-    // The engine that spawned us set PDEATHSIG=SIGKILL: it would end this process alone, and the
-    // target's children (a CLI's wrapper script starts the real binary) would live on, unwatched,
-    // spending and writing. A signal of our own instead: on it, the target's whole group goes.
-    let engine = getppid();
+    // A death signal of our own, armed here rather than by the engine (which spawns us with
+    // `posix_spawn`, no `pre_exec` step; a SIGKILL it armed would end this process alone, and
+    // the target's children — a CLI's wrapper script starts the real binary — would live on,
+    // unwatched, spending and writing): on it, the target's whole group goes.
+    let engine = spec
+        .parent
+        .and_then(|pid| i32::try_from(pid).ok())
+        .map_or_else(getppid, Pid::from_raw);
     let _ = nix::sys::prctl::set_pdeathsig(PARENT_DIED);
     if getppid() != engine {
         return SETUP_FAILED; // the engine died before the signal was armed

@@ -83,6 +83,13 @@ pub struct Spec {
     pub require: bool,
     /// Where the level that held is written (JSON, 0600) before the target starts.
     pub status: Option<PathBuf>,
+    /// The process that spawns the helper (the engine): the helper refuses to start the target
+    /// once that one is gone. Named here, not read with `getppid` when the helper starts, so an
+    /// engine that dies between the spawn and the helper's first instruction is not taken for
+    /// the process that adopted it (the engine spawns it without a `pre_exec` step of its own
+    /// to arm a death signal, decision 106).
+    #[serde(default)]
+    pub parent: Option<u32>,
 }
 
 /// The level of confinement that held for one process, as recorded in its receipt.
@@ -439,6 +446,7 @@ fn base_spec(checkout: &Path, state_root: &Path, tmp: PathBuf) -> Spec {
         session_files: false,
         require: false,
         status: None,
+        parent: Some(std::process::id()),
     }
 }
 

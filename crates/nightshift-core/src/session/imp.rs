@@ -259,7 +259,12 @@ pub(super) async fn supervise(
         .stderr(Stdio::piped())
         .process_group(0)
         .kill_on_drop(true);
-    os::harden(&mut cmd);
+    // The confinement helper arms its own death signal (and checks the engine is still its
+    // parent, sandbox/linux.rs): without a `pre_exec` step the spawn is a `posix_spawn`, not a
+    // fork of the engine's whole address space (decision 106). Anything else gets one here.
+    if crate::sandbox::helper().is_none_or(|helper| std::path::Path::new(program) != helper) {
+        os::harden(&mut cmd);
+    }
     let mut child = match cmd.spawn() {
         Ok(child) => child,
         Err(err) => {

@@ -661,6 +661,90 @@ fn strategy_repo(strategy: &str) -> Repo {
     repo
 }
 
+/// The commits an item's journal names: (committed, merge_prepared, preserved).
+fn journaled_commits(repo: &Repo, item: &str) -> (Vec<String>, Vec<String>, Vec<(String, String)>) {
+    let (mut committed, mut merged, mut preserved) = (Vec::new(), Vec::new(), Vec::new());
+    for event in repo.store().events_after(0, 100_000).unwrap() {
+        match event.kind {
+            EventKind::Committed {
+                item: i, commit, ..
+            } if i == item => committed.push(commit),
+            EventKind::MergePrepared {
+                item: i, commit, ..
+            } if i == item => merged.push(commit),
+            EventKind::Preserved {
+                item: i,
+                ref_name,
+                commit,
+                ..
+            } if i == item => preserved.push((ref_name, commit)),
+            _ => {}
+        }
+    }
+    (committed, merged, preserved)
+}
+
+#[test]
+fn onto_an_unmoved_target_nightshifts_own_commit_lands_as_it_is_and_stays_preserved() {
+    // Decision 106: a squash of nightshift's own single commit onto the base it was made on
+    // would be that commit again but for its timestamps, so the commit itself lands (no
+    // `commit-tree`, no keep-alive ref), and teardown keeps it under the preserve ref in the
+    // one transaction that drops the attempt's refs.
+    let repo = Repo::new(&project());
+    repo.agent("a", &solves("a"));
+    repo.configure(&plan(&repo, &["a"], 1, 1));
+    let out = repo.run(&["run"]);
+    assert_eq!(out.status.code(), Some(10), "{}", text(&out));
+    let (committed, merged, preserved) = journaled_commits(&repo, "a");
+    let main = repo.git(&["rev-parse", "main"]).trim().to_owned();
+    assert_eq!(
+        committed,
+        std::slice::from_ref(&main),
+        "the candidate is what landed"
+    );
+    assert_eq!(merged, std::slice::from_ref(&main));
+    assert_eq!(
+        preserved,
+        [("refs/nightshift/preserve/a/1".to_owned(), main.clone())]
+    );
+    assert_eq!(
+        repo.git(&["rev-parse", "refs/nightshift/preserve/a/1"])
+            .trim(),
+        main
+    );
+    assert_eq!(
+        repo.git(&["log", "-1", "--format=%an <%ae>|%cn|%P", "main"])
+            .trim(),
+        format!(
+            "nightshift <nightshift@localhost>|nightshift|{}",
+            repo.git(&["rev-parse", "main~1"]).trim()
+        )
+    );
+    let message = repo.git(&["log", "-1", "--format=%B", "main"]);
+    assert!(
+        message.starts_with("a: ") && message.contains("Nightshift-Attempt: 1"),
+        "{message}"
+    );
+    assert_eq!(
+        repo.git(&[
+            "for-each-ref",
+            "refs/nightshift/merge",
+            "refs/heads/nightshift"
+        ])
+        .trim(),
+        "",
+        "no attempt ref is left"
+    );
+    repo.assert_clean_end();
+
+    // Work the agent committed itself is squashed into a commit of nightshift's, as before.
+    let squash = strategy_repo("squash");
+    let (committed, merged, _) = journaled_commits(&squash, "s");
+    let main = squash.git(&["rev-parse", "main"]).trim().to_owned();
+    assert_eq!(merged, std::slice::from_ref(&main));
+    assert_ne!(committed, [main], "the agent's history is not what lands");
+}
+
 #[test]
 fn integration_strategies_squash_merge_and_rebase() {
     let squash = strategy_repo("squash");

@@ -68,6 +68,9 @@ impl Layout {
             session_files: false,
             require: false,
             status: Some(self.status.clone()),
+            // Some tests start the helper from a shell standing in for the engine: its parent
+            // is then read when it starts, as for a spec that names none.
+            parent: None,
         }
     }
 
@@ -92,6 +95,18 @@ fn chmod_tree(path: &Path) {
 
 /// Runs `script` under `spec` in `cwd` through `nightshift __exec`, as `user` (None: as we are).
 fn exec(spec: &Spec, cwd: &Path, home: &Path, script: &str, user: Option<u32>) -> Output {
+    exec_with(BIN, spec, cwd, home, script, user)
+}
+
+/// [`exec`] through the helper binary `bin`.
+fn exec_with(
+    bin: &str,
+    spec: &Spec,
+    cwd: &Path,
+    home: &Path,
+    script: &str,
+    user: Option<u32>,
+) -> Output {
     let json = serde_json::to_string(spec).unwrap();
     let mut argv: Vec<String> = Vec::new();
     if let Some(uid) = user {
@@ -103,7 +118,7 @@ fn exec(spec: &Spec, cwd: &Path, home: &Path, script: &str, user: Option<u32>) -
         ]);
     }
     argv.extend([
-        BIN.into(),
+        bin.into(),
         "__exec".into(),
         "--spec".into(),
         json,
@@ -221,6 +236,47 @@ fn an_agent_writes_only_its_checkout_and_reads_neither_store_nor_key() {
     assert!(out.status.success(), "{}", all(&out));
     assert_writes_confined(&layout, &out, &outside);
     assert_eq!(layout.held().level(), "landlock");
+}
+
+#[test]
+fn the_small_helper_binary_confines_alike_and_starts_nothing_once_its_engine_is_gone() {
+    // Decision 106: `nightshift-exec` is the helper `nightshift` uses when it sits beside it.
+    let small = env!("CARGO_BIN_EXE_nightshift-exec");
+    let layout = Layout::new();
+    let outside = outside_file("small");
+    let script = writes_script(&layout, &outside);
+    let spec = Spec {
+        parent: Some(std::process::id()),
+        ..layout.spec(Network::Host)
+    };
+    let out = exec_with(small, &spec, &layout.checkout, &layout.home, &script, None);
+    assert!(out.status.success(), "{}", all(&out));
+    assert_writes_confined(&layout, &out, &outside);
+    assert_eq!(layout.held().level(), "landlock");
+
+    // The engine the spec names is not the helper's parent (it died, and the helper was
+    // adopted): the target never starts. A finished child's pid names no live parent of ours.
+    let gone = Command::new("true").spawn().unwrap();
+    let gone_pid = gone.id();
+    let mut gone = gone;
+    gone.wait().unwrap();
+    let marker = layout.checkout.join("started.txt");
+    for bin in [small, BIN] {
+        let orphaned = Spec {
+            parent: Some(gone_pid),
+            ..spec.clone()
+        };
+        let out = exec_with(
+            bin,
+            &orphaned,
+            &layout.checkout,
+            &layout.home,
+            "echo started > started.txt",
+            None,
+        );
+        assert_eq!(out.status.code(), Some(125), "{bin}: {}", all(&out));
+        assert!(!marker.exists(), "{bin}: the target started");
+    }
 }
 
 #[test]
