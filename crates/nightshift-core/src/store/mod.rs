@@ -301,6 +301,38 @@ pub struct Store {
     data_version: std::cell::Cell<Option<i64>>,
 }
 
+/// The journal read through its kind index (`events_kind`, made with [`INDEXES`]).
+const BY_KIND: &str = "INDEXED BY events_kind";
+/// The journal read through its item index (`events_item`).
+const BY_ITEM: &str = "INDEXED BY events_item";
+
+/// `?from, …` for `n` values.
+fn placeholders(from: usize, n: usize) -> String {
+    (from..from + n)
+        .map(|i| format!("?{i}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// [`Store::run_events`]'s query after `FROM events`. The kind index is named: left to
+/// itself, SQLite walks the run's whole journal in `seq` order for the `ORDER BY` (issue 14:
+/// the operator messages `told` reads before every session made a night quadratic).
+fn run_events_condition(kinds: usize) -> String {
+    format!(
+        "{BY_KIND} WHERE run_id = ?1 AND kind IN ({}) ORDER BY seq",
+        placeholders(2, kinds)
+    )
+}
+
+/// [`Store::item_events`]'s query after `FROM events`: the item's few entries by the item
+/// index, then sorted (as in [`run_events_condition`]).
+fn item_events_condition(kinds: usize) -> String {
+    format!(
+        "{BY_ITEM} WHERE run_id = ?1 AND item = ?2 AND kind IN ({}) ORDER BY seq",
+        placeholders(3, kinds)
+    )
+}
+
 /// Indexes the journal's and the state's queries use, so no query of a step reads the whole
 /// run (issue 14). Not part of the versioned schema: an index changes no data, an older
 /// nightshift reading the database ignores it, and every writer open creates what is missing.
@@ -995,13 +1027,9 @@ impl Store {
     /// The journal entries of one run whose kind is one of `kinds`, oldest first (only those
     /// rows are read: the kind index bounds it).
     pub fn run_events(&self, run_id: &str, kinds: &[&str]) -> Result<Vec<Event>, StoreError> {
-        let placeholders = (2..kinds.len() + 2)
-            .map(|i| format!("?{i}"))
-            .collect::<Vec<_>>()
-            .join(", ");
         let params = std::iter::once(run_id).chain(kinds.iter().copied());
         self.events_where(
-            &format!("run_id = ?1 AND kind IN ({placeholders}) ORDER BY seq"),
+            &run_events_condition(kinds.len()),
             rusqlite::params_from_iter(params),
             |kind| kinds.contains(&kind),
         )
@@ -1015,19 +1043,16 @@ impl Store {
         item: &str,
         kinds: &[&str],
     ) -> Result<Vec<Event>, StoreError> {
-        let placeholders = (3..kinds.len() + 3)
-            .map(|i| format!("?{i}"))
-            .collect::<Vec<_>>()
-            .join(", ");
         let params = [run_id, item].into_iter().chain(kinds.iter().copied());
         self.events_where(
-            &format!("run_id = ?1 AND item = ?2 AND kind IN ({placeholders}) ORDER BY seq"),
+            &item_events_condition(kinds.len()),
             rusqlite::params_from_iter(params),
             |kind| kinds.contains(&kind),
         )
     }
 
-    /// The journal entries matching `condition` (SQL after `WHERE`, with its ordering), those
+    /// The journal entries matching `condition` (SQL after `WHERE`, with its ordering, or an
+    /// `INDEXED BY …` hint followed by its `WHERE …`), those
     /// whose kind `keep` rejects left undecoded.
     fn events_where(
         &self,
@@ -1035,9 +1060,22 @@ impl Store {
         params: impl rusqlite::Params,
         keep: impl Fn(&str) -> bool,
     ) -> Result<Vec<Event>, StoreError> {
-        let mut stmt = self.conn.prepare_cached(&format!(
-            "SELECT seq, run_id, at, kind, data FROM events WHERE {condition}"
-        ))?;
+        // `condition` is `WHERE …` after `FROM events`, or an index hint before it.
+        let sql =
+            |condition: &str| format!("SELECT seq, run_id, at, kind, data FROM events {condition}");
+        let mut stmt = match condition.split_once(" WHERE ") {
+            Some((hint, rest)) if hint.starts_with("INDEXED BY ") => {
+                // A database a reader opens without the index (made by a writer of an older
+                // nightshift) is read without the hint: slower, never refused.
+                match self.conn.prepare_cached(&sql(condition)) {
+                    Ok(stmt) => stmt,
+                    Err(_) => self.conn.prepare_cached(&sql(&format!("WHERE {rest}")))?,
+                }
+            }
+            _ => self
+                .conn
+                .prepare_cached(&sql(&format!("WHERE {condition}")))?,
+        };
         let rows = stmt.query_map(params, |r| {
             Ok((
                 r.get::<_, i64>(0)?,

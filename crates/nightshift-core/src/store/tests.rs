@@ -647,3 +647,39 @@ fn only_another_connections_commit_counts_as_written_by_others() {
     assert_eq!(reader.items("r1").unwrap().len(), 1);
     assert!(!store.written_by_others().unwrap());
 }
+
+/// The plan SQLite picks for a journal query (`EXPLAIN QUERY PLAN`), its detail lines joined.
+fn plan_of(store: &Store, condition: &str) -> String {
+    let sql =
+        format!("EXPLAIN QUERY PLAN SELECT seq, run_id, at, kind, data FROM events {condition}");
+    let mut stmt = store.conn.prepare(&sql).unwrap();
+    // Unbound: the plan is made without the values (as the store's connections make it).
+    let mut rows = stmt.raw_query();
+    let mut details = Vec::new();
+    while let Some(row) = rows.next().unwrap() {
+        details.push(row.get::<_, String>(3).unwrap());
+    }
+    details.join("; ")
+}
+
+#[test]
+fn the_runs_and_an_items_journal_queries_read_only_their_kinds_and_item_not_the_whole_run() {
+    // Issue 14: without the index named, SQLite answered both by walking the run's journal in
+    // `seq` order (`events_run`) for the `ORDER BY`: `told`, before every session, read every
+    // entry of the night so far.
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = Store::open(&dir.path().join("state.db")).unwrap();
+    store.record("r1", "t0", started(&["a"])).unwrap();
+    for kinds in [1, 3] {
+        let run = plan_of(&store, &run_events_condition(kinds));
+        assert!(run.contains("USING INDEX events_kind"), "{run}");
+        let item = plan_of(&store, &item_events_condition(kinds));
+        assert!(item.contains("USING INDEX events_item"), "{item}");
+    }
+    // Left to itself, the planner takes the run's index (what this guards against).
+    let bare = plan_of(
+        &store,
+        "WHERE run_id = ?1 AND item = ?2 AND kind IN (?3, ?4, ?5) ORDER BY seq",
+    );
+    assert!(bare.contains("events_run"), "{bare}");
+}
