@@ -268,10 +268,9 @@ impl Engine<'_> {
         // is set in the one transaction that drops the attempt's other refs, once the
         // worktree is gone (a git call fewer, decision 106). Anything else is preserved
         // before its worktree is touched.
-        let shipped = match (&att.preserve_ref, &att.candidate) {
-            (None, Some(candidate)) if att.phase == Phase::Integrated => Some(candidate.clone()),
-            _ => None,
-        };
+        let shipped = (att.preserve_ref.is_none() && att.phase == Phase::Integrated)
+            .then(|| att.candidate.clone())
+            .flatten();
         if att.preserve_ref.is_none()
             && shipped.is_none()
             && !self.preserve_or_warn(run_id, &att)?

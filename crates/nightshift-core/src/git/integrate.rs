@@ -125,14 +125,24 @@ impl<'g> Integrator<'g> {
     /// The candidate's tree when the candidate already is the commit a squash onto an unmoved
     /// target would make: nightshift's own single commit on `base`, with `message` (as `git
     /// commit` stored it) and nothing else in it (no signature, no other header), so the
-    /// squash would differ from it only in its timestamps. Read from its loose object; `None`
-    /// whenever that cannot be told without git (decision 106).
+    /// squash would differ from it only in its timestamps — which must be one time, not in the
+    /// future and at most a week old, as nightshift's own commit's are (an agent that forged
+    /// such a commit in its clone cannot so land a date of its choosing). Read from its loose
+    /// object; `None` whenever that cannot be told without git (decision 106).
     fn own_squash(&self, base: &str, candidate: &str, message: &str) -> Option<String> {
+        const WEEK: i64 = 7 * 24 * 3600;
         let object = super::object::read_loose_commit(&self.common_dir.join("objects"), candidate)?;
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .ok()
+            .and_then(|d| i64::try_from(d.as_secs()).ok())?;
+        let when = super::object::ident_time(&object.committer)?;
         let same = object.parents == [base]
             && !object.other_headers
             && super::worktree::is_own_ident(&object.author)
             && super::worktree::is_own_ident(&object.committer)
+            && super::object::ident_time(&object.author) == Some(when)
+            && (now - WEEK..=now + 300).contains(&when)
             && object.message == super::object::stripspace(&super::message::sanitize(message));
         same.then_some(object.tree)
     }
@@ -610,6 +620,18 @@ mod tests {
             ada,
             "another author"
         );
+        // nightshift's ident and message, but a date of the agent's choosing: squashed anew.
+        for date in ["2001-01-01T00:00:00Z", "2099-01-01T00:00:00Z"] {
+            let dated = own(
+                date,
+                &format!("GIT_AUTHOR_DATE={date} GIT_COMMITTER_DATE={date}"),
+            );
+            assert_ne!(
+                ready(i.prepare(&r.base, &dated, &r.base, Strategy::Squash, message)?),
+                dated,
+                "dated {date}"
+            );
+        }
         Ok(())
     }
 }

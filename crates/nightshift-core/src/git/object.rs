@@ -197,6 +197,17 @@ pub fn stripspace(message: &str) -> String {
     out
 }
 
+/// The time (seconds since the epoch) of an `author`/`committer` value
+/// (`name <email> seconds zone`).
+pub fn ident_time(value: &str) -> Option<i64> {
+    let (_, date) = value.rsplit_once("> ")?;
+    let (seconds, zone) = date.split_once(' ')?;
+    let zone_ok = zone.len() == 5
+        && zone.starts_with(['+', '-'])
+        && zone[1..].bytes().all(|b| b.is_ascii_digit());
+    zone_ok.then(|| seconds.parse().ok()).flatten()
+}
+
 /// Whether an `author`/`committer` value names `name <email>` (whatever its date).
 pub fn ident_is(value: &str, name: &str, email: &str) -> bool {
     value
@@ -338,6 +349,9 @@ mod tests {
             parse_commit_object(format!("commit {}\0{bare}", bare.len()).as_bytes()),
             None
         );
+        assert_eq!(ident_time("n <e> 1700000000 +0100"), Some(1_700_000_000));
+        assert_eq!(ident_time("n <e> 1700000000"), None);
+        assert_eq!(ident_time("n <e> soon +0100"), None);
         assert!(!ident_is(
             "nightshift <nightshift@localhost>",
             "nightshift",
@@ -357,6 +371,7 @@ mod tests {
             let mut framed = format!("commit {}\0", bytes.len()).into_bytes();
             framed.extend_from_slice(&bytes);
             let _ = parse_commit_object(&framed);
+            let _ = ident_time(&String::from_utf8_lossy(&bytes));
         }
 
         #[test]

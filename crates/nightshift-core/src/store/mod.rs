@@ -301,10 +301,19 @@ pub struct Store {
     data_version: std::cell::Cell<Option<i64>>,
 }
 
-/// The journal read through its kind index (`events_kind`, made with [`INDEXES`]).
-const BY_KIND: &str = "INDEXED BY events_kind";
-/// The journal read through its item index (`events_item`).
-const BY_ITEM: &str = "INDEXED BY events_item";
+/// The journal's kind index (made with [`INDEXES`]).
+const BY_KIND: &str = "events_kind";
+/// The journal's item index.
+const BY_ITEM: &str = "events_item";
+
+/// A journal query: the columns [`Store::events_where`] decodes, through `index` when one is
+/// named (`INDEXED BY`), matching `condition` (SQL after `WHERE`, with its ordering).
+fn events_sql(index: Option<&str>, condition: &str) -> String {
+    let by = index
+        .map(|i| format!(" INDEXED BY {i}"))
+        .unwrap_or_default();
+    format!("SELECT seq, run_id, at, kind, data FROM events{by} WHERE {condition}")
+}
 
 /// `?from, …` for `n` values.
 fn placeholders(from: usize, n: usize) -> String {
@@ -314,21 +323,21 @@ fn placeholders(from: usize, n: usize) -> String {
         .join(", ")
 }
 
-/// [`Store::run_events`]'s query after `FROM events`. The kind index is named: left to
-/// itself, SQLite walks the run's whole journal in `seq` order for the `ORDER BY` (issue 14:
-/// the operator messages `told` reads before every session made a night quadratic).
+/// [`Store::run_events`]'s condition, read through the kind index: left to itself, SQLite
+/// walks the run's whole journal in `seq` order for the `ORDER BY` (issue 14: the operator
+/// messages `told` reads before every session made a night quadratic).
 fn run_events_condition(kinds: usize) -> String {
     format!(
-        "{BY_KIND} WHERE run_id = ?1 AND kind IN ({}) ORDER BY seq",
+        "run_id = ?1 AND kind IN ({}) ORDER BY seq",
         placeholders(2, kinds)
     )
 }
 
-/// [`Store::item_events`]'s query after `FROM events`: the item's few entries by the item
-/// index, then sorted (as in [`run_events_condition`]).
+/// [`Store::item_events`]'s condition: the item's few entries, read through the item index
+/// (as in [`run_events_condition`]), then sorted.
 fn item_events_condition(kinds: usize) -> String {
     format!(
-        "{BY_ITEM} WHERE run_id = ?1 AND item = ?2 AND kind IN ({}) ORDER BY seq",
+        "run_id = ?1 AND item = ?2 AND kind IN ({}) ORDER BY seq",
         placeholders(3, kinds)
     )
 }
@@ -909,11 +918,13 @@ impl Store {
         // value and so re-prepares it at every bind, past the statement cache.
         match kind {
             Some(kind) => self.events_where(
+                None,
                 "run_id = ?1 AND item = ?2 AND attempt = ?3 AND kind = ?4 ORDER BY seq",
                 params![run_id, item, attempt, kind],
                 |_| true,
             ),
             None => self.events_where(
+                None,
                 "run_id = ?1 AND item = ?2 AND attempt = ?3 ORDER BY seq",
                 params![run_id, item, attempt],
                 |_| true,
@@ -956,6 +967,7 @@ impl Store {
     pub fn events_after(&self, after_seq: i64, limit: usize) -> Result<Vec<Event>, StoreError> {
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         self.events_where(
+            None,
             &format!("seq > ?1 ORDER BY seq LIMIT {limit}"),
             [after_seq],
             |_| true,
@@ -974,7 +986,7 @@ impl Store {
     /// by an operator or its deadline). A supervisor's restarted engine reads it, so it resumes
     /// the run it was started for and never starts a new one (issue 13).
     pub fn since(&self, after: i64) -> Result<Since, StoreError> {
-        let events = self.events_where("seq > ?1 ORDER BY seq", [after], |kind| {
+        let events = self.events_where(None, "seq > ?1 ORDER BY seq", [after], |kind| {
             matches!(
                 kind,
                 "run_started" | "run_resumed" | "run_finished" | "run_stopped"
@@ -1018,6 +1030,7 @@ impl Store {
         after_seq: i64,
     ) -> Result<Vec<Event>, StoreError> {
         self.events_where(
+            None,
             "run_id = ?1 AND seq > ?2 AND kind = ?3 AND item = ?4 ORDER BY seq",
             params![run_id, after_seq, kind, item],
             |_| true,
@@ -1029,6 +1042,7 @@ impl Store {
     pub fn run_events(&self, run_id: &str, kinds: &[&str]) -> Result<Vec<Event>, StoreError> {
         let params = std::iter::once(run_id).chain(kinds.iter().copied());
         self.events_where(
+            Some(BY_KIND),
             &run_events_condition(kinds.len()),
             rusqlite::params_from_iter(params),
             |kind| kinds.contains(&kind),
@@ -1045,36 +1059,31 @@ impl Store {
     ) -> Result<Vec<Event>, StoreError> {
         let params = [run_id, item].into_iter().chain(kinds.iter().copied());
         self.events_where(
+            Some(BY_ITEM),
             &item_events_condition(kinds.len()),
             rusqlite::params_from_iter(params),
             |kind| kinds.contains(&kind),
         )
     }
 
-    /// The journal entries matching `condition` (SQL after `WHERE`, with its ordering, or an
-    /// `INDEXED BY …` hint followed by its `WHERE …`), those
-    /// whose kind `keep` rejects left undecoded.
+    /// The journal entries matching `condition` (SQL after `WHERE`, with its ordering), read
+    /// through `index` when one is named, those whose kind `keep` rejects left undecoded.
     fn events_where(
         &self,
+        index: Option<&str>,
         condition: &str,
         params: impl rusqlite::Params,
         keep: impl Fn(&str) -> bool,
     ) -> Result<Vec<Event>, StoreError> {
-        // `condition` is `WHERE …` after `FROM events`, or an index hint before it.
-        let sql =
-            |condition: &str| format!("SELECT seq, run_id, at, kind, data FROM events {condition}");
-        let mut stmt = match condition.split_once(" WHERE ") {
-            Some((hint, rest)) if hint.starts_with("INDEXED BY ") => {
-                // A database a reader opens without the index (made by a writer of an older
-                // nightshift) is read without the hint: slower, never refused.
-                match self.conn.prepare_cached(&sql(condition)) {
-                    Ok(stmt) => stmt,
-                    Err(_) => self.conn.prepare_cached(&sql(&format!("WHERE {rest}")))?,
-                }
-            }
-            _ => self
-                .conn
-                .prepare_cached(&sql(&format!("WHERE {condition}")))?,
+        let mut stmt = match (
+            self.conn.prepare_cached(&events_sql(index, condition)),
+            index,
+        ) {
+            (Ok(stmt), _) => stmt,
+            // A database a reader opens without the index (made by a writer of an older
+            // nightshift) is read without the hint: slower, never refused.
+            (Err(_), Some(_)) => self.conn.prepare_cached(&events_sql(None, condition))?,
+            (Err(e), None) => return Err(e.into()),
         };
         let rows = stmt.query_map(params, |r| {
             Ok((
