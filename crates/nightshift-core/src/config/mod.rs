@@ -68,6 +68,8 @@ pub const DEFAULT_STALL_NUDGES: u32 = 2;
 pub const DEFAULT_KILL_GRACE: Duration = Duration::from_secs(10);
 /// Default for `[limits].fault_backoff`.
 pub const DEFAULT_FAULT_BACKOFF: Duration = Duration::from_secs(30);
+/// Default for `[integrate].remote_timeout`: one `git push`, one `pr_command`.
+pub const DEFAULT_REMOTE_TIMEOUT: Duration = Duration::from_secs(10 * 60);
 /// Default for `[limits].budget_soft`: the share of a hard limit at which a wrap-up is asked.
 pub const DEFAULT_BUDGET_SOFT: f64 = 0.8;
 /// Default for `[limits].cache_read_weight`.
@@ -390,6 +392,9 @@ pub struct IntegrateConfig {
     /// Run after a successful push, per item; placeholders `{item}`, `{commit}`, `{target}`,
     /// `{remote}`, `{branch}`.
     pub pr_command: Vec<String>,
+    /// The deadline of one `git push` and of one `pr_command`: past it the child's process
+    /// group is killed and the push counts as refused (retried), the command as failed.
+    pub remote_timeout: Duration,
 }
 
 impl Default for IntegrateConfig {
@@ -401,6 +406,7 @@ impl Default for IntegrateConfig {
             remote: "origin".into(),
             done: Done::Local,
             pr_command: Vec::new(),
+            remote_timeout: DEFAULT_REMOTE_TIMEOUT,
         }
     }
 }

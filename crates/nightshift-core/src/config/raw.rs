@@ -184,6 +184,7 @@ struct RawIntegrate {
     remote: Option<Spanned<String>>,
     done: Option<Spanned<String>>,
     pr_command: Option<Spanned<Vec<String>>>,
+    remote_timeout: Option<Spanned<String>>,
 }
 
 #[derive(Deserialize)]
@@ -822,12 +823,23 @@ impl Ctx<'_> {
         key: &str,
         default: std::time::Duration,
     ) -> Result<std::time::Duration, Box<SourceError>> {
+        self.duration_in(raw, "limits", key, default)
+    }
+
+    /// A duration key of `[section]`.
+    fn duration_in(
+        &self,
+        raw: Option<Spanned<String>>,
+        section: &str,
+        key: &str,
+        default: std::time::Duration,
+    ) -> Result<std::time::Duration, Box<SourceError>> {
         match raw {
             None => Ok(default),
             Some(value) => parse_duration(value.get_ref()).map_err(|reason| {
                 self.error(
                     value.span(),
-                    format!("invalid `{key}` in [limits]: {reason}"),
+                    format!("invalid `{key}` in [{section}]: {reason}"),
                 )
                 .into()
             }),
@@ -1022,6 +1034,12 @@ impl Ctx<'_> {
             }
             other => other.map(Spanned::into_inner).unwrap_or_default(),
         };
+        let remote_timeout = self.duration_in(
+            raw.remote_timeout,
+            "integrate",
+            "remote_timeout",
+            crate::config::DEFAULT_REMOTE_TIMEOUT,
+        )?;
         let target = match raw.target {
             None => None,
             Some(target) if target.get_ref().trim().is_empty() => {
@@ -1042,6 +1060,7 @@ impl Ctx<'_> {
             remote,
             done,
             pr_command,
+            remote_timeout,
         })
     }
 

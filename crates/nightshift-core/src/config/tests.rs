@@ -463,6 +463,37 @@ fn bad_duration_points_at_the_value() {
 }
 
 #[test]
+fn remote_timeout_is_read_and_a_bad_one_points_at_the_value() -> TestResult {
+    let config = parse(
+        &FULL.replace(
+            "target = \"main\"\n",
+            "target = \"main\"\nremote_timeout = \"90s\"\n",
+        ),
+        "nightshift.toml",
+    )?;
+    assert_eq!(config.integrate.remote_timeout, Duration::from_secs(90));
+    assert_eq!(
+        parse(FULL, "nightshift.toml")?.integrate.remote_timeout,
+        DEFAULT_REMOTE_TIMEOUT
+    );
+    assert_error(
+        &format!("{HEAD}[integrate]\nremote_timeout = \"never\"\n"),
+        (6, 18),
+        "\"never\"",
+        "invalid `remote_timeout` in [integrate]: `never` is not a duration",
+        "",
+    );
+    assert_error(
+        &format!("{HEAD}[integrate]\nremote_timeout = \"0s\"\n"),
+        (6, 18),
+        "\"0s\"",
+        "is zero",
+        "",
+    );
+    Ok(())
+}
+
+#[test]
 fn missing_check_points_at_the_first_unchecked_item() {
     let source = "[agent]\ncommand = [\"a\"]\n\n[[item]]\nid = \"a\"\nprompt = \"p\"\ncheck = \"true\"\n\n[[item]]\nid = \"b\"\nprompt = \"p\"\n";
     assert_error(

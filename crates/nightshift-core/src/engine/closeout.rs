@@ -30,7 +30,10 @@ impl Engine<'_> {
         let target = self.run()?.target.clone();
         let remote = self.config.integrate.remote.clone();
         let refspec = format!("refs/heads/{target}:refs/heads/{target}");
-        match self.git.push(&remote, &refspec) {
+        match self
+            .git
+            .push(&remote, &refspec, self.config.integrate.remote_timeout)
+        {
             Ok(()) => {
                 for item in &owed {
                     let commit = item.shipped_commit.clone().unwrap_or_default();
@@ -125,19 +128,36 @@ impl PullRequests<'_> {
                     .replace("{body_file}", &body_path)
             })
             .collect();
-        let ok = std::process::Command::new(&argv[0])
+        let mut command = std::process::Command::new(&argv[0]);
+        command
             .args(&argv[1..])
             .env("NIGHTSHIFT_PR_BODY_FILE", &body_path)
-            .current_dir(self.ws.root())
-            .stdin(std::process::Stdio::null())
-            .output()
-            .map(|o| o.status.success())
-            .unwrap_or(false);
-        if !ok {
+            .current_dir(self.ws.root());
+        // Bounded like every short-lived child (decision 108): a `gh` that waits on a login
+        // prompt or a dead network is ended at `remote_timeout`, not left to hold the run.
+        let timeout = self.config.integrate.remote_timeout;
+        let failure = match crate::bounded::process::Bounded::new(timeout)
+            .stderr(16 * 1024)
+            .linger(std::time::Duration::from_secs(1))
+            .run(command)
+        {
+            Ok(done) if done.status.success() => None,
+            Ok(done) => {
+                let said = String::from_utf8_lossy(&done.stderr);
+                let last = said.lines().rev().find(|l| !l.trim().is_empty());
+                Some(match (done.status.code(), last) {
+                    (Some(code), Some(line)) => format!("exit {code}: {}", line.trim()),
+                    (Some(code), None) => format!("exit {code}"),
+                    (None, _) => "ended by a signal".to_owned(),
+                })
+            }
+            Err(err) => Some(err.to_string()),
+        };
+        if let Some(why) = failure {
             notify::attention(
                 self.ws,
                 self.clock,
-                &format!("{item}: pr_command failed: {}", argv.join(" ")),
+                &format!("{item}: pr_command failed ({why}): {}", argv.join(" ")),
             );
         }
     }

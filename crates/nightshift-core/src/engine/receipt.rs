@@ -648,20 +648,26 @@ fn manifest_file(path: &Path, dir: &Path) -> Option<ManifestEntry> {
 }
 
 /// The bytes of a blob (`<commit>:<path>`), or `None` when there is none.
+/// Bytes, not text (the digest is of what is there), so not `Git::output`; bounded as git's
+/// calls are (decision 108).
 fn blob(repo: &Path, spec: &str) -> Option<Vec<u8>> {
-    let out = std::process::Command::new("git")
+    let mut command = std::process::Command::new("git");
+    command
         .current_dir(repo)
         .env("GIT_NO_REPLACE_OBJECTS", "1")
         .env_remove("GIT_DIR")
         .env_remove("GIT_WORK_TREE")
         .env_remove("GIT_INDEX_FILE")
-        .args(["cat-file", "blob", spec])
-        .stdin(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .output()
+        .args(["cat-file", "blob", spec]);
+    let out = crate::bounded::process::Bounded::new(BLOB_TIMEOUT)
+        .stdout(u64::MAX)
+        .run(command)
         .ok()?;
     out.status.success().then_some(out.stdout)
 }
+
+/// The deadline of one `git cat-file blob` (a hang detector, as git's calls have).
+const BLOB_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(120);
 
 /// What [`Receipts::true_names`] answers for the trees of `made` and the context files at
 /// `base`, read from loose objects alone (decision 106): commits this run made and the base an

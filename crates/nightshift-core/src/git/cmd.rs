@@ -89,10 +89,12 @@ impl Git {
         self.pristine.as_ref()
     }
 
-    /// Pushes `refspec` to `remote` (never forced). The remote's own hooks run (nightshift's
-    /// hooks override is not passed on, since for a local remote it would reach its
-    /// receive-pack); the local pre-push hook does not (`--no-verify`).
-    pub fn push(&self, remote: &str, refspec: &str) -> Result<(), GitError> {
+    /// Pushes `refspec` to `remote` (never forced), ended past `timeout` (a remote that never
+    /// answers, a credential helper that waits on a person: decision 108). The remote's own
+    /// hooks run (nightshift's hooks override is not passed on, since for a local remote it
+    /// would reach its receive-pack); the local pre-push hook does not (`--no-verify`).
+    pub fn push(&self, remote: &str, refspec: &str, timeout: Duration) -> Result<(), GitError> {
+        let args = || format!("push {remote} {refspec}");
         let mut cmd = self.bare_command();
         cmd.args([
             "-c",
@@ -103,11 +105,23 @@ impl Git {
             remote,
             refspec,
         ]);
-        let out = cmd.output().map_err(|source| GitError::Spawn {
-            args: format!("push {remote} {refspec}"),
-            dir: self.dir.clone(),
-            source,
-        })?;
+        // What a refused push says is kept for the journal; a remote's chatter past 64 KiB is not.
+        let out = Bounded::new(timeout)
+            .stdout(64 * 1024)
+            .stderr(64 * 1024)
+            .run(cmd)
+            .map_err(|e| match e {
+                RunError::Spawn(source) | RunError::Wait(source) => GitError::Spawn {
+                    args: args(),
+                    dir: self.dir.clone(),
+                    source,
+                },
+                RunError::TimedOut(_) => GitError::Timeout {
+                    args: args(),
+                    dir: self.dir.clone(),
+                    secs: timeout.as_secs(),
+                },
+            })?;
         if out.status.success() {
             return Ok(());
         }
@@ -117,7 +131,7 @@ impl Git {
             String::from_utf8_lossy(&out.stdout)
         );
         Err(GitError::Failed {
-            args: format!("push {remote} {refspec}"),
+            args: args(),
             dir: self.dir.clone(),
             code: out.status.code().unwrap_or(-1),
             stderr: text

@@ -556,6 +556,9 @@ fn usage(what: &str) -> i32 {
     SETUP_FAILED
 }
 
+/// How long the helper's probe may take (it sets up namespaces and Landlock, then exits).
+const PROBE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+
 /// Runs the helper on nothing to learn the level a spec would get on this machine (doctor and
 /// run start use it; the library cannot confine itself: it may have threads).
 pub fn probe(spec: &Spec) -> Held {
@@ -579,16 +582,16 @@ pub fn probe(spec: &Spec) -> Held {
     spec.tmp = Some(dir.join("tmp"));
     spec.require = false;
     let held = match serde_json::to_string(&spec) {
-        Ok(json) => match std::process::Command::new(helper)
-            .args([SUBCOMMAND, "--spec", &json, "--probe"])
-            .stdin(std::process::Stdio::null())
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .status()
-        {
-            Ok(_) => read_status(&status),
-            Err(err) => Held::unconfined(format!("could not run the helper: {err}")),
-        },
+        Ok(json) => {
+            let mut command = std::process::Command::new(helper);
+            command.args([SUBCOMMAND, "--spec", &json, "--probe"]);
+            // Bounded like every short-lived child (decision 108): a helper that hangs in
+            // namespace setup leaves `doctor` and the run's start an answer, not a wait.
+            match crate::bounded::process::Bounded::new(PROBE_TIMEOUT).run(command) {
+                Ok(_) => read_status(&status),
+                Err(err) => Held::unconfined(format!("the confinement helper {err}")),
+            }
+        }
         Err(_) => Held::unconfined("could not encode the probe's spec"),
     };
     let _ = std::fs::remove_dir_all(&dir);

@@ -874,3 +874,69 @@ fn pr_command_gets_the_items_report_section_as_its_body() {
     };
     assert!(body.contains(&format!("**{headline}**")), "{body}");
 }
+
+/// A push the remote never answers and a `pr_command` that never ends are cut at
+/// `[integrate] remote_timeout` (decision 108): the push counts as refused (journaled, alerted,
+/// retried after the next item), the command as failed (alerted), and the night goes on. Each
+/// hang is 30 s and then succeeds, so without the deadline the journal shows a clean push and
+/// the late PR line, and this fails.
+#[test]
+fn a_push_or_pr_command_that_hangs_is_cut_at_remote_timeout_and_the_run_goes_on() {
+    let repo = Repo::new(&project());
+    let (_remote, closed) = with_remote(&repo);
+    let remote = repo.agent_dir.parent().unwrap().join("remote.git");
+    let hang = repo.agent_dir.join("hang");
+    let late = repo.agent_dir.join("late");
+    // The first push after `hang` is made hangs; it removes the mark, so the retry is answered.
+    std::fs::write(
+        remote.join("hooks/pre-receive"),
+        format!(
+            "#!/bin/sh\nif [ -e {hang} ]; then rm -f {hang}; sleep 30; echo x > {late}; fi\nif [ -e {closed} ]; then exit 1; fi\n",
+            hang = hang.display(),
+            late = late.display(),
+            closed = closed.display()
+        ),
+    )
+    .unwrap();
+    repo.agent("a", &solves("a"));
+    repo.agent("b", &solves("b"));
+    let prs = repo.agent_dir.join("prs.txt");
+    let config = plan(&repo, &["a", "b"], 1, 1)
+        + &format!(
+            "\n[integrate]\npush = true\ndone = \"pushed\"\nremote_timeout = \"4s\"\npr_command = [\"sh\", \"-c\", \"if [ {{item}} = a ]; then sleep 30; echo late-a >> {prs}; else echo {{item}} >> {prs}; fi\"]\n",
+            prs = prs.display()
+        );
+    repo.configure(&config);
+    repo.git(&["push", "--quiet", "origin", "main"]);
+    std::fs::write(&hang, "").unwrap();
+    let out = repo.run(&["run"]);
+    assert_eq!(out.status.code(), Some(10), "{}", text(&out));
+    let events = repo.store().events_after(0, 1000).unwrap();
+    let pushes: Vec<String> = events
+        .into_iter()
+        .filter_map(|e| match e.kind {
+            EventKind::Pushed { item, .. } => Some(format!("pushed {item}")),
+            EventKind::PushFailed { items, error } => {
+                Some(format!("push_failed {} {error}", items.join(",")))
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(pushes.len(), 3, "{pushes:?}");
+    assert!(
+        pushes[0].starts_with("push_failed a ") && pushes[0].contains("no answer within 4s"),
+        "{pushes:?}"
+    );
+    assert_eq!(pushes[1..], ["pushed a", "pushed b"]);
+    assert!(!late.exists(), "the hung hook was killed with the push");
+    let attention = std::fs::read_to_string(repo.root.join(".nightshift/ATTENTION")).unwrap();
+    assert!(
+        attention.contains("a: pr_command failed (did not finish within 4s)"),
+        "{attention}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&prs).unwrap(),
+        "b\n",
+        "a's hung command was ended, b's ran"
+    );
+}
