@@ -56,7 +56,13 @@ pub enum Network {
 }
 
 /// What `__exec` is asked to do before it execs the target. Paths only; no secrets.
+///
+/// Unknown fields are refused, not dropped: a helper older than the engine that wrote the spec
+/// (a stale `nightshift-exec` beside a rebuilt `nightshift`) would otherwise confine without a
+/// rule it does not know of. The small helper then defers to the full binary beside it
+/// ([`exec_main_or_defer`]).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Spec {
     /// Trees the process may read (and execute) from, minus `deny`. Usually `/`.
     pub read: Vec<PathBuf>,
@@ -520,6 +526,14 @@ pub fn cli_state_dirs(kind: crate::config::AgentKind, home: &Path, uid: u32) -> 
 /// Answers `nightshift __exec --spec <json> [--probe] -- <argv…>`; never returns on success
 /// (the target replaces this process's child, whose status this process relays).
 pub fn exec_main(args: Vec<OsString>) -> i32 {
+    exec_main_or_defer(args, None)
+}
+
+/// [`exec_main`] for the small helper: a spec it cannot read (written by a newer engine, so
+/// it may carry a rule this build does not know) is handed, with the same arguments, to
+/// `full` (the `nightshift` beside it, the engine's own build), which reads it or refuses it.
+pub fn exec_main_or_defer(args: Vec<OsString>, full: Option<&Path>) -> i32 {
+    let mut original = full.map(|_| args.clone());
     let mut spec = None;
     let mut probe = false;
     let mut rest = args.into_iter();
@@ -529,11 +543,18 @@ pub fn exec_main(args: Vec<OsString>) -> i32 {
             Some("--spec") => match rest.next().and_then(|s| s.into_string().ok()) {
                 Some(json) => match serde_json::from_str::<Spec>(&json) {
                     Ok(s) => spec = Some(s),
-                    Err(err) => return usage(&format!("the spec is not valid: {err}")),
+                    Err(err) => {
+                        if let (Some(full), Some(original)) = (full, original) {
+                            return defer(full, original, &err);
+                        }
+                        return usage(&format!("the spec is not valid: {err}"));
+                    }
                 },
                 None => return usage("--spec needs a JSON value"),
             },
             Some("--probe") => probe = true,
+            // Handed on by a helper that could not read the spec: never hand it on again.
+            Some(DEFERRED) => original = None,
             Some("--") => {
                 argv.extend(rest.by_ref());
                 break;
@@ -548,6 +569,23 @@ pub fn exec_main(args: Vec<OsString>) -> i32 {
         return usage("no command after --");
     }
     os::exec(&spec, &argv, probe)
+}
+
+/// The flag a deferring helper adds, so the binary it hands the spec to never defers again
+/// (were `full` itself a copy of the small helper, they would hand it back and forth).
+const DEFERRED: &str = "--deferred";
+
+/// Replaces this process with `full __exec --deferred <args>`; returns only when that cannot start.
+fn defer(full: &Path, args: Vec<OsString>, why: &serde_json::Error) -> i32 {
+    use std::os::unix::process::CommandExt;
+    let err = std::process::Command::new(full)
+        .args([OsString::from(SUBCOMMAND), OsString::from(DEFERRED)])
+        .args(args)
+        .exec();
+    usage(&format!(
+        "the spec is not valid for this helper ({why}), and {} could not take it: {err}",
+        full.display()
+    ))
 }
 
 fn usage(what: &str) -> i32 {

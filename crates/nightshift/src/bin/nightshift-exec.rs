@@ -15,6 +15,11 @@ fn main() -> ExitCode {
     {
         args.next();
     }
-    let code = nightshift_core::sandbox::exec_main(args.collect());
+    // A spec this build cannot read came from a newer engine: the `nightshift` beside this
+    // helper (the engine's own build) takes it instead.
+    let full = std::env::current_exe()
+        .ok()
+        .map(|exe| exe.with_file_name(format!("nightshift{}", std::env::consts::EXE_SUFFIX)));
+    let code = nightshift_core::sandbox::exec_main_or_defer(args.collect(), full.as_deref());
     ExitCode::from(u8::try_from(code).unwrap_or(1))
 }

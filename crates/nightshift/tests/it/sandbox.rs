@@ -279,6 +279,87 @@ fn the_small_helper_binary_confines_alike_and_starts_nothing_once_its_engine_is_
     }
 }
 
+/// A spec with a rule the helper does not know (a `nightshift-exec` older than the
+/// `nightshift` beside it) is never run without that rule: the full binary refuses it, and the
+/// small helper hands it, arguments unchanged, to the `nightshift` beside it, once.
+#[test]
+fn a_spec_the_helper_cannot_read_is_refused_or_handed_to_the_full_binary_never_dropped() {
+    let layout = Layout::new();
+    let mut json = serde_json::to_value(layout.spec(Network::Host)).unwrap();
+    json["a_rule_from_a_newer_engine"] = serde_json::json!(["/secret"]);
+    let json = json.to_string();
+    let marker = layout.checkout.join("started.txt");
+    let out = Command::new(BIN)
+        .args([
+            "__exec",
+            "--spec",
+            &json,
+            "--",
+            "sh",
+            "-c",
+            "echo started > started.txt",
+        ])
+        .current_dir(&layout.checkout)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(125), "{}", all(&out));
+    assert!(
+        all(&out).contains("unknown field `a_rule_from_a_newer_engine`"),
+        "{}",
+        all(&out)
+    );
+    assert!(!marker.exists(), "the target started without the rule");
+
+    // The small helper, beside a `nightshift` that records how it was called.
+    let dir = tempfile::tempdir().unwrap();
+    let small = dir.path().join("nightshift-exec");
+    std::fs::copy(env!("CARGO_BIN_EXE_nightshift-exec"), &small).unwrap();
+    let called = dir.path().join("called.txt");
+    let full = dir.path().join("nightshift");
+    std::fs::write(
+        &full,
+        format!(
+            "#!/bin/sh\nfor a in \"$@\"; do printf '%s\\n' \"$a\" >> {}; done\nexit 7\n",
+            called.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&full, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let out = Command::new(&small)
+        .args([
+            "__exec",
+            "--spec",
+            &json,
+            "--",
+            "sh",
+            "-c",
+            "echo started > started.txt",
+        ])
+        .current_dir(&layout.checkout)
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(7),
+        "the full binary's exit: {}",
+        all(&out)
+    );
+    assert!(!marker.exists(), "the target started without the rule");
+    assert_eq!(
+        std::fs::read_to_string(&called).unwrap(),
+        format!("__exec\n--deferred\n--spec\n{json}\n--\nsh\n-c\necho started > started.txt\n")
+    );
+
+    // Handed on once: a `nightshift` that is itself the small helper refuses, not loops.
+    std::fs::copy(&small, &full).unwrap();
+    let out = Command::new(&small)
+        .args(["__exec", "--spec", &json, "--", "true"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(125), "{}", all(&out));
+    assert!(all(&out).contains("unknown field"), "{}", all(&out));
+}
+
 #[test]
 fn an_unprivileged_agent_is_confined_the_same_way() {
     if !nix::unistd::getuid().is_root() {
