@@ -390,7 +390,7 @@ impl Engine<'_> {
             resumed_from,
         });
         let watched = super::tamper::watch_control_plane(&self.git, &self.common_dir, att)?;
-        let (packet, sink) = self.session_packet(spec, &agent, budget, &att.item, track)?;
+        let (packet, sink) = self.session_packet(spec, &agent, budget, track)?;
         let enforced = packet.enforce_budget;
         let seat = packet.budget.ledger.as_ref().map(|s| s.key);
         self.dispatch.spawn_session(
@@ -510,7 +510,7 @@ impl Engine<'_> {
         attempt: u32,
         track: Option<CliTrack>,
     ) -> Result<ProcessEnd, EngineError> {
-        let (packet, mut sink) = self.session_packet(spec, agent, budget, item, track)?;
+        let (packet, mut sink) = self.session_packet(spec, agent, budget, track)?;
         let enforced = packet.enforce_budget;
         let seat = packet.budget.ledger.as_ref().map(|s| s.key);
         let mut failure = None;
@@ -557,17 +557,15 @@ impl Engine<'_> {
         result
     }
 
-    /// Everything a session of `item` needs to run on its own (the process, its parser and
+    /// Everything a session needs to run on its own (the process, its parser and
     /// bounds), and what its sink starts from.
     pub(super) fn session_packet(
         &mut self,
         spec: ProcessSpec,
         agent: &crate::config::AgentConfig,
         budget: Budget,
-        item: &str,
         track: Option<CliTrack>,
     ) -> Result<(SessionPacket, super::dispatch::SessionSink), EngineError> {
-        let run_id = self.run_id();
         let stall = self.config.gates.mode("stall");
         let budget_gate = self.config.gates.mode("budget");
         let mut parser = launch::parser(agent);
@@ -586,17 +584,17 @@ impl Engine<'_> {
         // A CLI that reads messages on stdin gets the prompt as its first message, then what
         // operators tell the item while the session runs (`nightshift tell`).
         let adapter = crate::agent::adapter_for(agent.kind);
+        let mut tell = None;
         let live_input: Option<Box<dyn session::LiveInput>> = match &spec.stdin {
             Some(prompt) if adapter.encode_input("").is_some() => {
                 let text = std::fs::read_to_string(prompt).map_err(io_err(prompt))?;
-                Some(Box::new(prompt::LiveTell::new(
-                    adapter,
-                    &text,
-                    self.ws.state_db(),
-                    &run_id,
-                    item,
-                    self.store.last_seq()?,
-                )))
+                let (input, tx) = prompt::LiveTell::new(adapter, &text);
+                // Messages journaled from here on go down to it (`told` gave it the rest).
+                tell = Some(super::dispatch::TellFeed {
+                    tx,
+                    after: self.store.last_seq()?,
+                });
+                Some(Box::new(input))
             }
             _ => None,
         };
@@ -618,6 +616,7 @@ impl Engine<'_> {
             super::dispatch::SessionSink {
                 agent_session: track_session,
                 live_session,
+                tell,
             },
         ))
     }
@@ -733,6 +732,8 @@ impl Engine<'_> {
         Ok(false)
     }
 
+    /// Starts a check of an attempt on a task of its own (the dispatcher hears its end and
+    /// calls [`Engine::finish_check`]): its start is journaled here, before it runs.
     fn run_check(
         &mut self,
         item: &ItemRow,
@@ -773,16 +774,41 @@ impl Engine<'_> {
             CheckStage::Work => self.judge().protected_paths(att)?,
             CheckStage::Merged => Vec::new(),
         };
-        let wt = self.checkout(&worktree);
-        wt.restore_paths(&super::verdict::guard_base(att), &protected)?;
+        self.checkout(&worktree)
+            .restore_paths(&super::verdict::guard_base(att), &protected)?;
         self.judge().clear_results_file(&worktree);
-        let result = check::run(
-            &command,
-            worktree.clone(),
-            env,
-            self.config.check.timeout,
-            log.clone(),
-        );
+        let timeout = self.config.check.timeout;
+        let (cwd, to_log) = (worktree.clone(), log.clone());
+        self.dispatch.spawn_check(
+            super::dispatch::CheckJob {
+                item: att.item.clone(),
+                attempt: att.attempt,
+                stage,
+                worktree,
+                log,
+                protected,
+            },
+            move || check::run(&command, cwd, env, timeout, to_log),
+        )
+    }
+
+    /// A check of an attempt ended (the dispatcher heard it from the check's task): the test
+    /// files come back, and its verdict is journaled.
+    pub(super) fn finish_check(
+        &mut self,
+        item: &ItemRow,
+        att: &AttemptRow,
+        job: super::dispatch::CheckJob,
+        result: Result<check::CheckRun, session::SessionError>,
+    ) -> Result<(), EngineError> {
+        let super::dispatch::CheckJob {
+            stage,
+            worktree,
+            log,
+            protected,
+            ..
+        } = job;
+        let wt = self.checkout(&worktree);
         wt.restore_paths("HEAD", &protected)?;
         let result = result?;
         if result.end.outcome == Outcome::Stopped {

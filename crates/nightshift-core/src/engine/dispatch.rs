@@ -1,6 +1,7 @@
 //! The dispatcher (issue 14): one loop that alone owns the store and the journal, and the
-//! sessions it started, each on a task (a thread of its own) that reports upward on one
-//! channel.
+//! sessions and checks it started, each on a task (a thread of its own) that reports upward on
+//! one channel. A check's start (`check_started`) is journaled before its task starts and its
+//! verdict (`check_ended`) when the task reports its end (decision 110).
 //!
 //! The loop's turn: journal what the live sessions reported (in the order it came), then do
 //! the next thing: a step of an admitted item whose session is not running, a new item when a
@@ -48,18 +49,83 @@ pub(crate) struct SessionJob {
     pub seat: Option<crate::session::SessionKey>,
 }
 
-/// What a session's events are journaled with (the CLI session it last named).
+/// What a session's events are journaled with (the CLI session it last named), and where its
+/// operator messages go down (a CLI that reads them on stdin).
 #[derive(Default)]
 pub(crate) struct SessionSink {
     pub agent_session: Option<Option<String>>,
     pub live_session: Option<String>,
+    pub tell: Option<TellFeed>,
+}
+
+/// The way down to a live session's stdin: the sender its input reads, and the journal
+/// position up to which the item's operator messages were sent.
+pub(crate) struct TellFeed {
+    pub tx: mpsc::Sender<super::prompt::LiveTold>,
+    pub after: i64,
+}
+
+/// What the loop asks of a task (issue 14's downward channel); the task hears it on its
+/// session's next tick.
+pub(crate) enum SessionRequest {
+    /// End now, as `stopped` (a halt decided while it runs): its step runs again on resume.
+    Stop,
+    /// An operator message journaled for the item, for a CLI that reads them while it works.
+    Tell(super::prompt::LiveTold),
+}
+
+/// What the loop knows of one running check (an attempt's, or the merged result's), to
+/// journal its verdict when it ends.
+pub(crate) struct CheckJob {
+    pub item: String,
+    pub attempt: u32,
+    pub stage: crate::store::CheckStage,
+    pub worktree: PathBuf,
+    pub log: PathBuf,
+    /// The test files `protect_tests` swapped for the base's: put back when it ends.
+    pub protected: Vec<String>,
+}
+
+/// What runs on an item's task: its agent's session, or its check.
+enum Task {
+    Session { job: SessionJob, sink: SessionSink },
+    Check(CheckJob),
 }
 
 struct Job {
-    job: SessionJob,
-    sink: SessionSink,
+    task: Task,
     stop: crate::stop::SessionStop,
     thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Job {
+    /// Sends `request` down to the task. A message for a task that takes none (a check, a
+    /// CLI without live input) stays in the journal for the item's next prompt.
+    fn request(&mut self, request: SessionRequest) {
+        match request {
+            SessionRequest::Stop => self.stop.request(),
+            SessionRequest::Tell(told) => {
+                if let Task::Session {
+                    sink:
+                        SessionSink {
+                            tell: Some(feed), ..
+                        },
+                    ..
+                } = &mut self.task
+                {
+                    feed.after = feed.after.max(told.seq);
+                    let _ = feed.tx.send(told);
+                }
+            }
+        }
+    }
+
+    fn worktree(&self) -> &std::path::Path {
+        match &self.task {
+            Task::Session { job, .. } => &job.worktree,
+            Task::Check(check) => &check.worktree,
+        }
+    }
 }
 
 /// A session's report to the loop.
@@ -71,6 +137,10 @@ enum Upward {
     Done {
         item: String,
         end: Box<Result<ProcessEnd, SessionError>>,
+    },
+    Checked {
+        item: String,
+        result: Box<Result<crate::check::CheckRun, SessionError>>,
     },
 }
 
@@ -126,14 +196,15 @@ impl Dispatch {
         sink: SessionSink,
     ) -> Result<(), EngineError> {
         let item = job.item.clone();
-        let tx = self.tx.clone();
-        let stop = crate::stop::SessionStop::default();
-        let flag = stop.clone();
-        let name = item.clone();
-        let thread = std::thread::Builder::new()
-            .name(format!("session {item}"))
-            .spawn(move || {
-                flag.enter();
+        let failed = |item, why| Upward::Done {
+            item,
+            end: Box::new(Err(SessionError::Panicked(why))),
+        };
+        self.spawn(
+            item,
+            Task::Session { job, sink },
+            failed,
+            move |name, tx| {
                 let events = tx.clone();
                 let end = crate::session::run_session(packet, &mut |event| {
                     let _ = events.send(Upward::Event {
@@ -145,23 +216,76 @@ impl Dispatch {
                     item: name,
                     end: Box::new(end),
                 });
+            },
+        )
+    }
+
+    /// Starts a check's task (`run` runs the check); the loop hears its end on its channel.
+    /// The check of one item no longer holds the loop: other items' sessions are heard, and
+    /// their steps taken, while it runs.
+    pub(super) fn spawn_check(
+        &mut self,
+        job: CheckJob,
+        run: impl FnOnce() -> Result<crate::check::CheckRun, SessionError> + Send + 'static,
+    ) -> Result<(), EngineError> {
+        let item = job.item.clone();
+        let failed = |item, why| Upward::Checked {
+            item,
+            result: Box::new(Err(SessionError::Panicked(why))),
+        };
+        self.spawn(item, Task::Check(job), failed, move |name, tx| {
+            let result = run();
+            let _ = tx.send(Upward::Checked {
+                item: name,
+                result: Box::new(result),
+            });
+        })
+    }
+
+    /// Runs `body` on a thread of its own for `item`, with a stop flag of its own. Should it
+    /// panic before its last report, `failed` is reported instead: the loop never waits for a
+    /// task that is gone.
+    fn spawn(
+        &mut self,
+        item: String,
+        task: Task,
+        failed: fn(String, String) -> Upward,
+        body: impl FnOnce(String, mpsc::Sender<Upward>) + Send + 'static,
+    ) -> Result<(), EngineError> {
+        let tx = self.tx.clone();
+        let stop = crate::stop::SessionStop::default();
+        let flag = stop.clone();
+        let name = item.clone();
+        let thread = std::thread::Builder::new()
+            .name(format!("task {item}"))
+            .spawn(move || {
+                flag.enter();
+                let last = tx.clone();
+                let who = name.clone();
+                if let Err(panic) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    body(name, tx);
+                })) {
+                    let why = panic
+                        .downcast_ref::<&str>()
+                        .map(|s| (*s).to_owned())
+                        .or_else(|| panic.downcast_ref::<String>().cloned())
+                        .unwrap_or_else(|| "a panic without a message".to_owned());
+                    let _ = last.send(failed(who, why));
+                }
             })
             .map_err(|e| EngineError::Execution {
-                what: format!("a thread for the session of `{item}`: {e}"),
+                what: format!("a thread for `{item}`: {e}"),
                 help: None,
             })?;
+        let job = Job {
+            task,
+            stop,
+            thread: Some(thread),
+        };
         // While it runs, what holds its checkout is its own: no other step's sweep takes it
         // (sweeps run on this thread only, so none ran since the spawn).
-        crate::session::spare_worktree(&job.worktree);
-        self.jobs.insert(
-            item,
-            Job {
-                job,
-                sink,
-                stop,
-                thread: Some(thread),
-            },
-        );
+        crate::session::spare_worktree(job.worktree());
+        self.jobs.insert(item, job);
         Ok(())
     }
 
@@ -179,7 +303,9 @@ impl Dispatch {
             return;
         };
         for live in self.jobs.values_mut() {
-            live.job.watched.absorb(&before, &after);
+            if let Task::Session { job, .. } = &mut live.task {
+                job.watched.absorb(&before, &after);
+            }
         }
     }
 }
@@ -234,25 +360,108 @@ impl Engine<'_> {
                     let Some(mut live) = self.dispatch.jobs.remove(&item) else {
                         continue;
                     };
-                    let (attempt, enforced) = (live.job.attempt, live.job.enforced);
-                    let result =
-                        self.session_event(&mut live.sink, &item, attempt, enforced, event);
+                    let result = match &mut live.task {
+                        Task::Session { job, sink } => {
+                            let (attempt, enforced) = (job.attempt, job.enforced);
+                            self.session_event(sink, &item, attempt, enforced, event)
+                        }
+                        Task::Check(_) => Ok(()),
+                    };
                     self.dispatch.jobs.insert(item, live);
                     result?;
                 }
                 Upward::Done { item, end } => {
-                    let Some(mut live) = self.dispatch.jobs.remove(&item) else {
+                    let Some(live) = self.dispatch.jobs.remove(&item) else {
                         continue;
                     };
-                    if let Some(thread) = live.thread.take() {
-                        let _ = thread.join();
-                    }
-                    crate::session::unspare_worktree(&live.job.worktree);
                     ended = true;
-                    self.session_done(live.job, *end)?;
+                    if let Task::Session { job, .. } = Self::joined(live) {
+                        self.session_done(job, *end)?;
+                    }
+                }
+                Upward::Checked { item, result } => {
+                    let Some(live) = self.dispatch.jobs.remove(&item) else {
+                        continue;
+                    };
+                    ended = true;
+                    if let Task::Check(job) = Self::joined(live) {
+                        self.check_done(job, *result)?;
+                    }
                 }
             }
         }
+    }
+
+    /// Sends each live session that reads messages on stdin what operators told its item since
+    /// it was last sent any (`nightshift tell` journals them from another process).
+    fn forward_tells(&mut self) -> Result<(), EngineError> {
+        let run_id = self.run_id();
+        let mut found = Vec::new();
+        for (item, live) in &self.dispatch.jobs {
+            if let Task::Session {
+                sink: SessionSink {
+                    tell: Some(feed), ..
+                },
+                ..
+            } = &live.task
+            {
+                for e in
+                    self.store
+                        .item_events_after(&run_id, item, "operator_message", feed.after)?
+                {
+                    if let EventKind::OperatorMessage { who, text, .. } = e.kind {
+                        let told = super::prompt::LiveTold {
+                            seq: e.seq,
+                            who,
+                            at: e.at,
+                            text,
+                        };
+                        found.push((item.clone(), told));
+                    }
+                }
+            }
+        }
+        for (item, told) in found {
+            if let Some(live) = self.dispatch.jobs.get_mut(&item) {
+                live.request(SessionRequest::Tell(told));
+            }
+        }
+        Ok(())
+    }
+
+    /// A task's thread is done (it sent its last report): joined, and its checkout no longer
+    /// spared from other steps' sweeps.
+    fn joined(mut live: Job) -> Task {
+        if let Some(thread) = live.thread.take() {
+            let _ = thread.join();
+        }
+        crate::session::unspare_worktree(live.worktree());
+        live.task
+    }
+
+    /// A check's task ended: its verdict is journaled, or an error of the step is answered as
+    /// a step's error is.
+    fn check_done(
+        &mut self,
+        job: CheckJob,
+        result: Result<crate::check::CheckRun, SessionError>,
+    ) -> Result<(), EngineError> {
+        let run_id = self.run_id();
+        let item = self.store.item(&run_id, &job.item)?;
+        let att = self.store.attempt(&run_id, &job.item, job.attempt)?;
+        let (Some(item), Some(att)) = (item, att) else {
+            return Err(EngineError::Execution {
+                what: format!(
+                    "finish the check of `{}` attempt {}: the store no longer has it",
+                    job.item, job.attempt
+                ),
+                help: None,
+            });
+        };
+        if let Err(e) = self.finish_check(&item, &att, job, result) {
+            self.step_failed(&item, &att, e)?;
+        }
+        Ok(())
     }
 
     /// A session's task ended: its end is journaled, or an error of the step is answered as a
@@ -288,8 +497,8 @@ impl Engine<'_> {
     /// Ends every live session now (a halt decided while they run): each ends `stopped`, its
     /// iteration to run again, and is journaled as it ends.
     fn end_sessions(&mut self) -> Result<(), EngineError> {
-        for live in self.dispatch.jobs.values() {
-            live.stop.request();
+        for live in self.dispatch.jobs.values_mut() {
+            live.request(SessionRequest::Stop);
         }
         while self.dispatch.busy() {
             self.service(true)?;
@@ -304,6 +513,7 @@ impl Engine<'_> {
         self.dispatch.open_ledger(&run);
         loop {
             self.service(false)?;
+            self.forward_tells()?;
             let busy = self.dispatch.busy();
             if let Some(request) = crate::stop::requested() {
                 if busy {
@@ -638,6 +848,58 @@ mod tests {
 
     fn v(paths: &[&str]) -> Vec<String> {
         paths.iter().map(|p| (*p).to_owned()).collect()
+    }
+
+    fn dispatch() -> Dispatch {
+        let (tx, rx) = mpsc::channel();
+        Dispatch {
+            max_parallel: 2,
+            jobs: HashMap::new(),
+            tx,
+            rx,
+            paths: HashMap::new(),
+            ledger: None,
+            settle: None,
+        }
+    }
+
+    fn check_job(item: &str, worktree: &std::path::Path) -> CheckJob {
+        CheckJob {
+            item: item.into(),
+            attempt: 1,
+            stage: crate::store::CheckStage::Work,
+            worktree: worktree.to_path_buf(),
+            log: worktree.join("check.log"),
+            protected: Vec::new(),
+        }
+    }
+
+    /// A task that panics still reports its end (as an error of its step), so the loop never
+    /// waits for a task that is gone; one that ends reports its result.
+    #[test]
+    fn a_task_that_panics_reports_a_failed_end_instead_of_leaving_the_loop_waiting() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("tempdir: {e}"));
+        let mut d = dispatch();
+        d.spawn_check(check_job("boom", dir.path()), || panic!("a bug of ours"))
+            .unwrap_or_else(|e| panic!("spawn: {e}"));
+        let report =
+            d.rx.recv_timeout(Duration::from_secs(60))
+                .unwrap_or_else(|e| panic!("no report from a panicked task: {e}"));
+        match report {
+            Upward::Checked { item, result } => {
+                assert_eq!(item, "boom");
+                match *result {
+                    Err(SessionError::Panicked(why)) => assert_eq!(why, "a bug of ours"),
+                    other => panic!("expected a panic report, got {other:?}"),
+                }
+            }
+            _ => panic!("expected the check's report"),
+        }
+        let live = d
+            .jobs
+            .remove("boom")
+            .unwrap_or_else(|| panic!("the job is known"));
+        assert!(matches!(Engine::joined(live), Task::Check(_)));
     }
 
     #[test]

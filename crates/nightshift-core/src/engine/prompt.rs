@@ -126,38 +126,42 @@ pub(super) fn operator_note(told: &[Told]) -> String {
     text
 }
 
+/// One operator message for a live session, as the dispatcher read it from the journal: its
+/// position (what the session reports back on delivery), who sent it, when, and its text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct LiveTold {
+    pub seq: i64,
+    pub who: String,
+    pub at: String,
+    pub text: String,
+}
+
 /// A live session's input (a CLI that reads messages on stdin): the prompt, then each
-/// operator message journaled for the item after the session started, read from the journal on
-/// the session's tick through a read-only connection of its own.
+/// operator message the dispatcher sends down (`dispatch::SessionRequest::Tell`), encoded for
+/// the CLI on the session's tick. The session's task never reads the store: the loop alone
+/// owns it (issue 14). A session run on the loop's own thread (a review) has no sender, so it
+/// gets the prompt and nothing more; what is told meanwhile reaches the item's next session.
 pub(super) struct LiveTell {
     adapter: &'static dyn crate::agent::Adapter,
     opening: Vec<u8>,
-    db: std::path::PathBuf,
-    store: Option<crate::store::Store>,
-    run_id: String,
-    item: String,
-    /// The journal position read up to.
-    after: i64,
+    rx: std::sync::mpsc::Receiver<LiveTold>,
 }
 
 impl LiveTell {
+    /// The input, and the sender the dispatcher sends the item's messages down.
     pub(super) fn new(
         adapter: &'static dyn crate::agent::Adapter,
         prompt: &str,
-        db: std::path::PathBuf,
-        run_id: &str,
-        item: &str,
-        after: i64,
-    ) -> LiveTell {
-        LiveTell {
-            adapter,
-            opening: adapter.encode_input(prompt).unwrap_or_default(),
-            db,
-            store: None,
-            run_id: run_id.to_owned(),
-            item: item.to_owned(),
-            after,
-        }
+    ) -> (LiveTell, std::sync::mpsc::Sender<LiveTold>) {
+        let (tx, rx) = std::sync::mpsc::channel();
+        (
+            LiveTell {
+                adapter,
+                opening: adapter.encode_input(prompt).unwrap_or_default(),
+                rx,
+            },
+            tx,
+        )
     }
 }
 
@@ -175,33 +179,62 @@ impl crate::session::LiveInput for LiveTell {
     }
 
     fn poll(&mut self) -> Vec<crate::session::LiveMessage> {
-        use crate::store::EventKind;
-        if self.store.is_none() {
-            // A reader beside the engine's writer (WAL); retried on the next tick if it fails.
-            self.store = crate::store::Store::open_read_only(&self.db).ok();
+        self.rx
+            .try_iter()
+            .filter_map(|told| {
+                let note = live_note(&told.who, &told.at, &told.text);
+                let bytes = self.adapter.encode_input(&note)?;
+                Some(crate::session::LiveMessage {
+                    id: told.seq,
+                    text: note,
+                    bytes,
+                })
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::session::LiveInput;
+
+    fn told(seq: i64, text: &str) -> LiveTold {
+        LiveTold {
+            seq,
+            who: "alice".into(),
+            at: "2026-12-03T03:00:00Z".into(),
+            text: text.into(),
         }
-        let Some(store) = &self.store else {
-            return Vec::new();
-        };
-        let Ok(events) =
-            store.item_events_after(&self.run_id, &self.item, "operator_message", self.after)
-        else {
-            return Vec::new();
-        };
-        let mut out = Vec::new();
-        for e in events {
-            self.after = self.after.max(e.seq);
-            if let EventKind::OperatorMessage { who, text, .. } = e.kind {
-                let note = live_note(&who, &e.at, &text);
-                if let Some(bytes) = self.adapter.encode_input(&note) {
-                    out.push(crate::session::LiveMessage {
-                        id: e.seq,
-                        text: note,
-                        bytes,
-                    });
-                }
-            }
-        }
-        out
+    }
+
+    /// A live session's input gets the prompt first, then exactly what the dispatcher sent
+    /// down, in order, each once; it reads nothing else (no store of its own).
+    #[test]
+    fn a_live_input_gives_the_prompt_then_what_was_sent_down_once_each() {
+        let adapter = crate::agent::adapter_for(crate::config::AgentKind::Claude);
+        let (mut input, tx) = LiveTell::new(adapter, "the prompt");
+        assert_eq!(input.opening(), adapter.encode_input("the prompt").unwrap());
+        assert!(input.opening().is_empty(), "the opening is given once");
+        assert!(input.poll().is_empty(), "nothing sent: nothing to write");
+        tx.send(told(41, "use the blue one")).unwrap();
+        tx.send(told(44, "and keep it small")).unwrap();
+        let messages = input.poll();
+        let ids: Vec<i64> = messages.iter().map(|m| m.id).collect();
+        assert_eq!(ids, [41, 44]);
+        assert!(
+            messages[0]
+                .text
+                .contains("(alice, at 2026-12-03T03:00:00Z)")
+        );
+        assert!(messages[0].text.ends_with("use the blue one"));
+        assert_eq!(
+            messages[1].bytes,
+            adapter.encode_input(&messages[1].text).unwrap()
+        );
+        assert!(input.poll().is_empty(), "each message is written once");
+        // The loop went away (a session on the loop's own thread has no sender): quiet.
+        drop(tx);
+        assert!(input.poll().is_empty());
     }
 }

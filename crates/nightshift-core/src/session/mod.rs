@@ -195,6 +195,10 @@ pub enum SessionError {
     },
     #[error("wait for the supervised process")]
     Wait(#[source] std::io::Error),
+    /// The task supervising it panicked (a bug of ours, not the agent's or the check's): the
+    /// step fails like any step error, and the run goes on.
+    #[error("supervise the process: its task panicked: {0}")]
+    Panicked(String),
 }
 
 /// Runs one plain process (a check) to its end: deadline only, no parser, no budget.

@@ -487,3 +487,80 @@ fn a_usage_limit_hit_by_two_parallel_sessions_is_one_pause_and_spends_no_attempt
         "the two ran together"
     );
 }
+
+/// One item's check runs on a task of its own, so it does not hold the dispatcher: the other
+/// item's session is heard, committed and checked while it runs. The two checks meet at a
+/// barrier of two (alone, a check gives up after 60 s and is red), so with checks run on the
+/// loop's thread the first would wait alone and its item would park.
+#[test]
+fn two_items_checks_run_at_once_and_neither_holds_the_loop() {
+    let repo = Repo::new(&project());
+    let barrier = repo.agent_dir.join("checks");
+    let agent = shell_agent(
+        &repo,
+        "mkdir -p done/$NIGHTSHIFT_ITEM && echo ok > done/$NIGHTSHIFT_ITEM/x\n",
+    );
+    let check = repo.agent_dir.join("check.sh");
+    // The base has no done/<id>/x: its check (the baseline) is red at once, before the barrier.
+    std::fs::write(
+        &check,
+        "[ -f done/$NIGHTSHIFT_ITEM/x ] || exit 1\n".to_owned()
+            + &barrier_agent(
+                &barrier,
+                "2",
+                "test \"$(cat done/$NIGHTSHIFT_ITEM/x)\" = ok || exit 1",
+            )
+            .replace("i -gt 1200 ] && exit 0", "i -gt 1200 ] && exit 1"),
+    )
+    .unwrap();
+    let mut config = parallel_plan(
+        &repo,
+        &agent,
+        2,
+        &[("a", &["done/a/**"]), ("b", &["done/b/**"])],
+        1,
+    );
+    for id in ["a", "b"] {
+        config = config.replace(
+            &format!("check = \"sh check.sh {id}\""),
+            &format!("check = \"sh {}\"", check.display()),
+        );
+    }
+    repo.configure(&config);
+    let out = repo.run(&["run"]);
+    assert_eq!(out.status.code(), Some(10), "{}", text(&out));
+    let mut shipped = repo.shipped_items();
+    shipped.sort();
+    assert_eq!(shipped, ["a", "b"], "both checks were green");
+    // The work checks' spans, from the journal: they overlap.
+    let mut open = Vec::new();
+    let mut spans = Vec::new();
+    for e in repo.store().events_after(0, 100_000).unwrap() {
+        match e.kind {
+            EventKind::CheckStarted {
+                item,
+                stage: nightshift_core::store::CheckStage::Work,
+                ..
+            } => {
+                open.push((item, e.seq));
+            }
+            EventKind::CheckEnded {
+                item,
+                stage: nightshift_core::store::CheckStage::Work,
+                ..
+            } => {
+                if let Some(i) = open.iter().position(|(o, _)| *o == item) {
+                    let (item, start) = open.remove(i);
+                    spans.push((item, start, e.seq));
+                }
+            }
+            _ => {}
+        }
+    }
+    assert_eq!(spans.len(), 2, "{spans:?}");
+    assert!(
+        overlap(&spans, "a", "b"),
+        "the checks ran together: {spans:?}"
+    );
+    repo.assert_clean_end();
+}
