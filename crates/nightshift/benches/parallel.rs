@@ -3,7 +3,12 @@
 //! the issue sets: `1.25 × (8 × sleep / 4)` plus the sequential orchestration cost, which is the
 //! same eight items with an instant agent at `max_parallel = 1`, measured in the same run.
 //!
-//! `cargo bench -p nightshift --bench parallel`; `NIGHTSHIFT_BENCH_RUNS=N` (default 3).
+//! With `NIGHTSHIFT_BENCH_CHECK=C` (seconds, default 0) each item's check also takes `C`
+//! seconds (its work check and its merged check; the base's check fails at once): merged
+//! checks are serialized by the merge queue, so `8 × C` is a floor on top of the agents'.
+//!
+//! `cargo bench -p nightshift --bench parallel`; `NIGHTSHIFT_BENCH_RUNS=N` (default 3);
+//! `NIGHTSHIFT_BENCH_BIN=<path>` runs another nightshift binary (before and after).
 //! This is a benchmark, not a test: it prints figures and asserts nothing about time.
 
 #![expect(
@@ -22,10 +27,15 @@ use common::git;
 const ITEMS: usize = 8;
 const PARALLEL: usize = 4;
 
-fn setup(dir: &Path, sleep: &str, max_parallel: usize) {
+fn setup(dir: &Path, sleep: &str, check: f64, max_parallel: usize) {
     std::fs::create_dir_all(dir).unwrap();
+    let check = if check > 0.0 {
+        format!("test -f $NIGHTSHIFT_ITEM/done && sleep {check}")
+    } else {
+        "true".to_owned()
+    };
     let mut config = format!(
-        "[agent]\nkind = \"command\"\ncommand = [\"sh\", \"-c\", \"sleep {sleep}; mkdir -p $NIGHTSHIFT_ITEM; echo ok > $NIGHTSHIFT_ITEM/done\"]\n\n[check]\ncommand = \"true\"\n\n[run]\nmax_parallel = {max_parallel}\n"
+        "[agent]\nkind = \"command\"\ncommand = [\"sh\", \"-c\", \"sleep {sleep}; mkdir -p $NIGHTSHIFT_ITEM; echo ok > $NIGHTSHIFT_ITEM/done\"]\n\n[check]\ncommand = \"{check}\"\n\n[run]\nmax_parallel = {max_parallel}\n"
     );
     for i in 0..ITEMS {
         config.push_str(&format!(
@@ -41,7 +51,9 @@ fn setup(dir: &Path, sleep: &str, max_parallel: usize) {
 
 fn run(dir: &Path) -> f64 {
     let started = Instant::now();
-    let status = Command::new(env!("CARGO_BIN_EXE_nightshift"))
+    let bin = std::env::var("NIGHTSHIFT_BENCH_BIN")
+        .unwrap_or_else(|_| env!("CARGO_BIN_EXE_nightshift").into());
+    let status = Command::new(bin)
         .arg("run")
         .current_dir(dir)
         .env("GIT_CONFIG_GLOBAL", "/dev/null")
@@ -67,6 +79,10 @@ fn main() {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(3.0);
+    let check: f64 = std::env::var("NIGHTSHIFT_BENCH_CHECK")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0.0);
     let runs: usize = std::env::var("NIGHTSHIFT_BENCH_RUNS")
         .ok()
         .and_then(|s| s.parse().ok())
@@ -75,13 +91,28 @@ fn main() {
     let (mut par, mut seq) = (Vec::new(), Vec::new());
     for r in 0..runs {
         let p = tmp.path().join(format!("par-{r}"));
-        setup(&p, &sleep.to_string(), PARALLEL);
+        setup(&p, &sleep.to_string(), check, PARALLEL);
         par.push(run(&p));
         let s = tmp.path().join(format!("seq-{r}"));
-        setup(&s, "0", 1);
+        setup(&s, "0", 0.0, 1);
         seq.push(run(&s));
     }
     let (par, seq) = (median(&mut par), median(&mut seq));
+    if check > 0.0 {
+        println!(
+            "parallel: {ITEMS} items, agent sleeps {sleep} s, checks take {check} s, max_parallel = {PARALLEL}: {par:.2} s (median of {runs})"
+        );
+        println!(
+            "  floors: merged checks one at a time ≥ {:.1} s; every check one at a time (checks on the loop's thread) ≥ {:.1} s; all sequential ≥ {:.1} s",
+            ITEMS as f64 * check,
+            2.0 * ITEMS as f64 * check,
+            ITEMS as f64 * (sleep + 2.0 * check)
+        );
+        println!(
+            "  sequential orchestration (instant agent, instant check, max_parallel = 1): {seq:.2} s"
+        );
+        return;
+    }
     let ideal = ITEMS as f64 * sleep / PARALLEL as f64;
     let bound = 1.25 * ideal + seq;
     println!(

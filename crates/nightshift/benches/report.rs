@@ -111,6 +111,7 @@ fn build(root: &Path) {
                 log: format!("logs/{id}.log"),
                 agent_session: None,
                 resumed: false,
+                agent: None,
             });
             events.push(EventKind::SessionEnded {
                 item: id.clone(),

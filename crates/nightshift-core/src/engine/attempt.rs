@@ -226,6 +226,7 @@ impl Engine<'_> {
         self.record(EventKind::WorktreeReady {
             item: att.item.clone(),
             attempt: att.attempt,
+            seeds: super::receipt::seed_manifest(&path, &self.config.seed),
         })?;
         Ok(())
     }
@@ -357,6 +358,10 @@ impl Engine<'_> {
             log: log.display().to_string(),
             agent_session: passed_session.clone(),
             resumed: resume.is_some(),
+            agent: Some(super::receipt::agent_tuple(
+                &self.config.agent,
+                self.ws.root(),
+            )),
         })?;
         let known_session = resume.clone();
         let worktree = PathBuf::from(&att.worktree);

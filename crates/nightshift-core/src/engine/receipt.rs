@@ -7,10 +7,13 @@
 //!
 //! Owns: [`Receipts`], building and signing a receipt over narrow borrows (the store's
 //! journal, git objects, the workspace, the config, the clock); the engine keeps only the hook
-//! that journals a failure. Not from the journal alone: a command or timeout a pre-issue-12
-//! journal did not record falls back to the journaled plan and the pinned config, the agent
-//! tuple and the seeded files are read from the pinned config and the working tree (not git
-//! objects), and the agent's version is asked of its binary.
+//! that journals a failure. What the attempt ran is the journal's: each check's command and
+//! timeout (`check_started`), who did the work and the version its binary said at each
+//! session's launch (`session_started`), the seeded files' digests as its checkout got them
+//! (`worktree_ready`); the trees of its commits and its base's context files are git objects,
+//! and its prompts and logs are files under `.nightshift/`. A journal from before an entry
+//! carried its part falls back to the journaled plan, the pinned config, the working tree and
+//! asking the agent's binary now (decision 112).
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -309,7 +312,7 @@ impl Receipts<'_> {
         let guards = guard_verdicts(&events);
         let guards_complete =
             !guards.is_empty() && guards.iter().all(|g| g.verdict != GuardState::NotRun);
-        let agent = self.agent_tuple();
+        let agent = self.agent_tuple(&events);
         let item_state = item.as_ref().map(|i| i.state.to_string());
         if item.as_ref().is_some_and(|i| i.state == ItemState::Parked) {
             parked = true;
@@ -325,7 +328,11 @@ impl Receipts<'_> {
         let halt_reason = halt_reason_of(verdict, reason.as_deref());
         let determinism = determinism(&iterations);
         let bound = determinism_bound(&determinism);
-        let mut context = self.context_manifest(&att.base, &context_present);
+        let seeded = events.iter().find_map(|e| match &e.kind {
+            EventKind::WorktreeReady { seeds, .. } if !seeds.is_empty() => Some(seeds.clone()),
+            _ => None,
+        });
+        let mut context = self.context_manifest(&att.base, &context_present, seeded);
         context.sort_by(|a, b| a.path.cmp(&b.path));
         Ok(Receipt {
             version: receipt::RECEIPT_VERSION,
@@ -372,20 +379,32 @@ impl Receipts<'_> {
             .map(|t| t.trim().to_owned())
     }
 
-    fn agent_tuple(&self) -> AgentTuple {
-        let a = &self.config.agent;
-        let binary = launch::program(a);
-        let version = match (a.kind, &binary) {
-            (AgentKind::Command, _) | (_, None) => None,
-            (_, Some(bin)) => Some(agent_version(bin, self.ws.root())),
+    /// Who did the work, as the attempt's `session_started` entries journaled it when each
+    /// session was launched (versions that changed between sessions, a CLI that updated
+    /// itself in the night, are all named, in order). A journal from before they carried it
+    /// falls back to the pinned config and asking the binary now.
+    fn agent_tuple(&self, events: &[Event]) -> AgentTuple {
+        let journaled: Vec<&AgentTuple> = events
+            .iter()
+            .filter_map(|e| match &e.kind {
+                EventKind::SessionStarted {
+                    agent: Some(agent), ..
+                } => Some(agent),
+                _ => None,
+            })
+            .collect();
+        let Some(first) = journaled.first() else {
+            return agent_tuple(&self.config.agent, self.ws.root());
         };
+        let mut versions: Vec<&str> = Vec::new();
+        for v in journaled.iter().filter_map(|a| a.version.as_deref()) {
+            if versions.last() != Some(&v) {
+                versions.push(v);
+            }
+        }
         AgentTuple {
-            kind: a.kind.as_str().to_owned(),
-            binary,
-            version,
-            model: a.model.clone(),
-            args: a.args.clone(),
-            argv: (a.kind == AgentKind::Command).then(|| a.command.clone()),
+            version: (!versions.is_empty()).then(|| versions.join(", then ")),
+            ..(*first).clone()
         }
     }
 
@@ -417,8 +436,14 @@ impl Receipts<'_> {
     }
 
     /// Context files at the base commit (`present`: those the base holds, usually none; only
-    /// those are read), and the seeded files as they are in the repository.
-    fn context_manifest(&self, base: &str, present: &[&str]) -> Vec<ManifestEntry> {
+    /// those are read), and the seeded files as the attempt's checkout got them (`seeded`,
+    /// journaled), else (an older journal) as they are in the repository now.
+    fn context_manifest(
+        &self,
+        base: &str,
+        present: &[&str],
+        seeded: Option<Vec<ManifestEntry>>,
+    ) -> Vec<ManifestEntry> {
         let mut entries = Vec::new();
         for name in present {
             if let Some(bytes) = blob(self.ws.root(), &format!("{base}:{name}")) {
@@ -428,16 +453,46 @@ impl Receipts<'_> {
                 });
             }
         }
-        for seed in &self.config.seed {
-            if let Ok(bytes) = std::fs::read(self.ws.root().join(seed)) {
-                entries.push(ManifestEntry {
-                    path: seed.display().to_string(),
-                    sha256: sha256_hex(&bytes),
-                });
-            }
+        match seeded {
+            Some(seeds) => entries.extend(seeds),
+            None => entries.extend(seed_manifest(self.ws.root(), &self.config.seed)),
         }
         entries
     }
+}
+
+/// Who does the work under `agent`: kind, binary, what the binary says its version is now
+/// (asked once per installed file, see [`agent_version`]), model and arguments. Journaled
+/// with every session's start.
+pub(super) fn agent_tuple(agent: &crate::config::AgentConfig, cwd: &Path) -> AgentTuple {
+    let binary = launch::program(agent);
+    let version = match (agent.kind, &binary) {
+        (AgentKind::Command, _) | (_, None) => None,
+        (_, Some(bin)) => Some(agent_version(bin, cwd)),
+    };
+    AgentTuple {
+        kind: agent.kind.as_str().to_owned(),
+        binary,
+        version,
+        model: agent.model.clone(),
+        args: agent.args.clone(),
+        argv: (agent.kind == AgentKind::Command).then(|| agent.command.clone()),
+    }
+}
+
+/// The seeded files under `dir` (the repository, or an attempt's checkout), path and SHA-256;
+/// a seed that is not there is left out.
+pub(super) fn seed_manifest(dir: &Path, seeds: &[PathBuf]) -> Vec<ManifestEntry> {
+    seeds
+        .iter()
+        .filter_map(|seed| {
+            let bytes = std::fs::read(dir.join(seed)).ok()?;
+            Some(ManifestEntry {
+                path: seed.display().to_string(),
+                sha256: sha256_hex(&bytes),
+            })
+        })
+        .collect()
 }
 
 /// The facts a success needs that the receipt cannot state: the oracle (a green check), the
@@ -693,19 +748,49 @@ fn loose_true_names(objects: &Path, made: &[String], base: &str) -> Option<Vec<O
     Some(found)
 }
 
-/// The first line `<binary> --version` prints, asked once per binary per process, bounded by
-/// [`VERSION_TIMEOUT`]; `unknown` when it cannot say.
+/// The first line `<binary> --version` prints, bounded by [`VERSION_TIMEOUT`]; `unknown` when
+/// it cannot say. Asked once per installed file: the answer is kept under the file `binary`
+/// resolves to (through `PATH` and symlinks) with its size and modification time, so a CLI that
+/// updates itself overnight (Claude Code's native installer moves its symlink to a new
+/// version) is asked again, and an unchanged one costs a `stat`, not a process.
 fn agent_version(binary: &str, cwd: &Path) -> String {
-    static CACHE: OnceLock<Mutex<HashMap<String, String>>> = OnceLock::new();
+    type Installed = (
+        String,
+        Option<(PathBuf, u64, Option<std::time::SystemTime>)>,
+    );
+    static CACHE: OnceLock<Mutex<HashMap<Installed, String>>> = OnceLock::new();
     let cache = CACHE.get_or_init(|| Mutex::new(HashMap::new()));
-    if let Some(v) = cache.lock().ok().and_then(|c| c.get(binary).cloned()) {
+    let key: Installed = (binary.to_owned(), installed_file(binary, cwd));
+    if let Some(v) = cache.lock().ok().and_then(|c| c.get(&key).cloned()) {
         return v;
     }
     let version = ask_version(binary, cwd).unwrap_or_else(|| "unknown".into());
     if let Ok(mut c) = cache.lock() {
-        c.insert(binary.to_owned(), version.clone());
+        c.insert(key, version.clone());
     }
     version
+}
+
+/// The file `binary` runs (a path as given, else the first executable of that name on `PATH`),
+/// its symlinks resolved, with its size and modification time; `None` when none is found.
+fn installed_file(
+    binary: &str,
+    cwd: &Path,
+) -> Option<(PathBuf, u64, Option<std::time::SystemTime>)> {
+    use std::os::unix::fs::PermissionsExt;
+    let candidates: Vec<PathBuf> = if binary.contains('/') {
+        vec![cwd.join(binary)]
+    } else {
+        std::env::split_paths(&std::env::var_os("PATH")?)
+            .map(|dir| dir.join(binary))
+            .collect()
+    };
+    candidates.into_iter().find_map(|path| {
+        let real = std::fs::canonicalize(&path).ok()?;
+        let meta = std::fs::metadata(&real).ok()?;
+        (meta.is_file() && meta.permissions().mode() & 0o111 != 0)
+            .then(|| (real, meta.len(), meta.modified().ok()))
+    })
 }
 
 fn ask_version(binary: &str, cwd: &Path) -> Option<String> {

@@ -112,7 +112,14 @@ pub enum EventKind {
         worktree: String,
     },
     /// The worktree exists, on `branch` at `base`.
-    WorktreeReady { item: String, attempt: u32 },
+    WorktreeReady {
+        item: String,
+        attempt: u32,
+        /// The seeded files as the attempt's checkout got them (`seed`), path and SHA-256:
+        /// what its receipt states, not the repository's copies as they are later.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        seeds: Vec<crate::receipt::ManifestEntry>,
+    },
     /// Intent: an agent session is about to start.
     SessionStarted {
         item: String,
@@ -127,6 +134,10 @@ pub enum EventKind {
         /// reports it (`agent_session_opened`): a crash before that starts afresh.
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         resumed: bool,
+        /// Who does the work: the agent's kind, binary, the version that binary said as this
+        /// session was launched, model and arguments (what its receipt states).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        agent: Option<crate::receipt::AgentTuple>,
     },
     /// The CLI reported its own session id mid-session (Codex's `thread.started`), so a rerun
     /// after a crash can resume it.
@@ -564,7 +575,7 @@ impl EventKind {
     pub fn item_attempt(&self) -> (Option<&str>, Option<u32>) {
         match self {
             EventKind::AttemptStarted { item, attempt, .. }
-            | EventKind::WorktreeReady { item, attempt }
+            | EventKind::WorktreeReady { item, attempt, .. }
             | EventKind::SessionStarted { item, attempt, .. }
             | EventKind::SessionEnded { item, attempt, .. }
             | EventKind::AgentSessionOpened { item, attempt, .. }

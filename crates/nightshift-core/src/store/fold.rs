@@ -78,7 +78,7 @@ pub fn apply(
                 params![run_id, item, attempt, base, branch, worktree, Phase::START],
             )?;
         }
-        EventKind::WorktreeReady { item, attempt } => {
+        EventKind::WorktreeReady { item, attempt, .. } => {
             move_phase(tx, run_id, item, *attempt, kind)?;
         }
         EventKind::SessionStarted {

@@ -145,7 +145,11 @@ fn guards() -> impl Strategy<Value = Vec<Verdict>> {
 /// decide where to, and kinds that must leave it alone.
 fn event() -> impl Strategy<Value = EventKind> {
     let moving = prop_oneof![
-        target().prop_map(|(item, attempt)| EventKind::WorktreeReady { item, attempt }),
+        target().prop_map(|(item, attempt)| EventKind::WorktreeReady {
+            item,
+            attempt,
+            seeds: Vec::new()
+        }),
         (target(), 1..4u32, any::<bool>()).prop_map(|((item, attempt), iteration, resumed)| {
             EventKind::SessionStarted {
                 item,
@@ -154,6 +158,7 @@ fn event() -> impl Strategy<Value = EventKind> {
                 log: "l".into(),
                 agent_session: resumed.then(|| "s".into()),
                 resumed,
+                agent: None,
             }
         }),
         (target(), outcome()).prop_map(|((item, attempt), outcome)| EventKind::SessionEnded {
@@ -468,6 +473,7 @@ fn a_finished_attempt_refuses_to_move_and_keeps_its_housekeeping() {
     let again = EventKind::WorktreeReady {
         item: "a".into(),
         attempt: 1,
+        seeds: Vec::new(),
     };
     assert_eq!(
         transition(Phase::Failed, &again),

@@ -1128,7 +1128,7 @@ fn sigkill_right_after_a_live_message_is_written_or_delivered_ends_as_without_a_
 /// Configures items `a` and `b` of [`plan`] (2 iterations, 1 attempt) with `kind = "claude"`
 /// and a wrapper as its binary: `prelude` (shell lines, each ending in a newline), then the fake
 /// agent `--as claude` with the adapter's argv.
-fn configure_claude_wrapper(repo: &Repo, prelude: &str) {
+pub(crate) fn configure_claude_wrapper(repo: &Repo, prelude: &str) {
     let wrapper = repo.agent_dir.join("claude-cli");
     std::fs::write(
         &wrapper,

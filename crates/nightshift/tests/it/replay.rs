@@ -416,3 +416,77 @@ fn an_endless_receipt_or_key_is_refused_after_a_bounded_read() {
         text(&out)
     );
 }
+
+/// A receipt states what ran, from the journal: the version the agent's binary said when each
+/// session was launched, and the seeded files as the checkout got them. Item `a`'s session
+/// updates the CLI in place (as Claude Code's installer does overnight) and rotates the
+/// user's seeded `.env.local`; `a`'s receipt still names the version and seed it ran with, and
+/// `b`'s the new ones. Asked when the receipt is written, `a`'s would name what `b` ran with.
+#[test]
+fn a_receipt_names_the_agent_version_and_seeds_its_sessions_ran_with_not_later_ones() {
+    let mut files = project();
+    files.push((".gitignore", ".env.local\n"));
+    let repo = Repo::new(&files);
+    std::fs::write(repo.root.join(".env.local"), "TOKEN=local\n").unwrap();
+    repo.agent("a", &solves("a"));
+    repo.agent("b", &solves("b"));
+    let wrapper = repo.agent_dir.join("claude-cli");
+    let updated = repo.agent_dir.join("claude-cli.updated");
+    crate::crash::configure_claude_wrapper(
+        &repo,
+        &format!(
+            "if [ \"$1\" = --version ]; then echo '2.1.332 (Claude Code)'; exit 0; fi\n\
+             if [ \"$NIGHTSHIFT_ITEM\" = a ]; then\n\
+             cp {u} {w}.new && chmod 755 {w}.new && mv {w}.new {w}\n\
+             echo TOKEN=rotated > {root}/.env.local\n\
+             fi\n",
+            u = updated.display(),
+            w = wrapper.display(),
+            root = repo.root.display(),
+        ),
+    );
+    // The same CLI, a later version: what `a`'s session installs.
+    let before = std::fs::read_to_string(&wrapper).unwrap();
+    std::fs::write(
+        &updated,
+        before.replace("echo '2.1.332 (Claude Code)'", "echo '2.1.400-updated'"),
+    )
+    .unwrap();
+    let config = std::fs::read_to_string(repo.root.join("nightshift.toml")).unwrap()
+        + "\n[worktree]\nseed = [\".env.local\"]\n";
+    repo.configure(&config);
+    let out = repo.run(&["run"]);
+    assert_eq!(out.status.code(), Some(10), "{}", text(&out));
+    let now = std::fs::read_to_string(&wrapper).unwrap();
+    assert!(now.contains("2.1.400-updated"), "the CLI updated: {now}");
+
+    let found = receipts(&repo);
+    assert_eq!(found.len(), 2, "{found:?}");
+    let of = |item: &str| {
+        let path = found
+            .iter()
+            .find(|p| p.ends_with(format!("{item}-a1.json")))
+            .unwrap();
+        receipt_json(path)["receipt"].clone()
+    };
+    let (a, b) = (of("a"), of("b"));
+    assert_eq!(a["agent"]["kind"], "claude");
+    assert_eq!(
+        a["agent"]["version"], "2.1.332 (Claude Code)",
+        "{}",
+        a["agent"]
+    );
+    assert_eq!(b["agent"]["version"], "2.1.400-updated", "{}", b["agent"]);
+    let seed = |r: &serde_json::Value| {
+        r["context"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["path"] == ".env.local")
+            .map(|e| e["sha256"].as_str().unwrap().to_owned())
+            .unwrap_or_else(|| panic!("no seed in {}", r["context"]))
+    };
+    use nightshift_core::report::morning::digest;
+    assert_eq!(seed(&a), digest(b"TOKEN=local\n"));
+    assert_eq!(seed(&b), digest(b"TOKEN=rotated\n"));
+}
