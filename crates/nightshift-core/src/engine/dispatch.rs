@@ -683,7 +683,14 @@ impl Engine<'_> {
             if self.dispatch.jobs.contains_key(&item.id) {
                 continue;
             }
-            if wants_merge_slot(att.phase) && holder.as_ref().is_some_and(|h| *h != item.id) {
+            // A green attempt with no review to run goes straight to its merge: it waits for
+            // the slot too, or it would be merged onto a target about to move.
+            let straight_to_merge = att.phase == Phase::Green
+                && self.config.review.review.when == crate::config::ReviewWhen::Never
+                && att.candidate.as_deref() != Some(att.base.as_str());
+            if (wants_merge_slot(att.phase) || straight_to_merge)
+                && holder.as_ref().is_some_and(|h| *h != item.id)
+            {
                 continue;
             }
             let starts = starts_session(att, max_iterations);

@@ -489,11 +489,13 @@ fn a_usage_limit_hit_by_two_parallel_sessions_is_one_pause_and_spends_no_attempt
 }
 
 /// One item's check runs on a task of its own, so it does not hold the dispatcher: the other
-/// item's session is heard, committed and checked while it runs. The two checks meet at a
-/// barrier of two (alone, a check gives up after 60 s and is red), so with checks run on the
-/// loop's thread the first would wait alone and its item would park.
+/// items' sessions are heard, committed and checked while it runs. The three work checks meet
+/// at a barrier of three (alone, a check gives up after 60 s and is red), so with checks run on
+/// the loop's thread the first would wait alone and its item would park. Green together, they
+/// still merge one at a time: an item's second check (its merged result's) takes a second, and
+/// no item is merged while another's merged result is being checked.
 #[test]
-fn two_items_checks_run_at_once_and_neither_holds_the_loop() {
+fn three_items_checks_run_at_once_and_neither_holds_the_loop() {
     let repo = Repo::new(&project());
     let barrier = repo.agent_dir.join("checks");
     let agent = shell_agent(
@@ -502,25 +504,33 @@ fn two_items_checks_run_at_once_and_neither_holds_the_loop() {
     );
     let check = repo.agent_dir.join("check.sh");
     // The base has no done/<id>/x: its check (the baseline) is red at once, before the barrier.
+    // An item already at the barrier is having its merged result checked: a second.
     std::fs::write(
         &check,
-        "[ -f done/$NIGHTSHIFT_ITEM/x ] || exit 1\n".to_owned()
-            + &barrier_agent(
-                &barrier,
-                "2",
-                "test \"$(cat done/$NIGHTSHIFT_ITEM/x)\" = ok || exit 1",
-            )
-            .replace("i -gt 1200 ] && exit 0", "i -gt 1200 ] && exit 1"),
+        format!(
+            "[ -f done/$NIGHTSHIFT_ITEM/x ] || exit 1\n\
+             if [ -e {}/$NIGHTSHIFT_ITEM ]; then sleep 1; exit 0; fi\n",
+            barrier.display()
+        ) + &barrier_agent(
+            &barrier,
+            "3",
+            "test \"$(cat done/$NIGHTSHIFT_ITEM/x)\" = ok || exit 1",
+        )
+        .replace("i -gt 1200 ] && exit 0", "i -gt 1200 ] && exit 1"),
     )
     .unwrap();
     let mut config = parallel_plan(
         &repo,
         &agent,
-        2,
-        &[("a", &["done/a/**"]), ("b", &["done/b/**"])],
+        3,
+        &[
+            ("a", &["done/a/**"]),
+            ("b", &["done/b/**"]),
+            ("c", &["done/c/**"]),
+        ],
         1,
     );
-    for id in ["a", "b"] {
+    for id in ["a", "b", "c"] {
         config = config.replace(
             &format!("check = \"sh check.sh {id}\""),
             &format!("check = \"sh {}\"", check.display()),
@@ -531,7 +541,7 @@ fn two_items_checks_run_at_once_and_neither_holds_the_loop() {
     assert_eq!(out.status.code(), Some(10), "{}", text(&out));
     let mut shipped = repo.shipped_items();
     shipped.sort();
-    assert_eq!(shipped, ["a", "b"], "both checks were green");
+    assert_eq!(shipped, ["a", "b", "c"], "every check was green");
     // The work checks' spans, from the journal: they overlap.
     let mut open = Vec::new();
     let mut spans = Vec::new();
@@ -557,10 +567,25 @@ fn two_items_checks_run_at_once_and_neither_holds_the_loop() {
             _ => {}
         }
     }
-    assert_eq!(spans.len(), 2, "{spans:?}");
+    assert_eq!(spans.len(), 3, "{spans:?}");
     assert!(
-        overlap(&spans, "a", "b"),
+        overlap(&spans, "a", "b") && overlap(&spans, "b", "c"),
         "the checks ran together: {spans:?}"
     );
+    // Each is merged onto the target as the item before it left it, never onto a target about
+    // to move (a merged result that goes stale is checked in vain and made again).
+    let prepared: Vec<String> = repo
+        .store()
+        .events_after(0, 100_000)
+        .unwrap()
+        .into_iter()
+        .filter_map(|e| match e.kind {
+            EventKind::MergePrepared { item, .. } => Some(item),
+            _ => None,
+        })
+        .collect();
+    let mut sorted = prepared.clone();
+    sorted.sort();
+    assert_eq!(sorted, ["a", "b", "c"], "one merge each: {prepared:?}");
     repo.assert_clean_end();
 }
