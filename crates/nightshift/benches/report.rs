@@ -112,6 +112,7 @@ fn build(root: &Path) {
                 agent_session: None,
                 resumed: false,
                 agent: None,
+                told_through: None,
             });
             events.push(EventKind::SessionEnded {
                 item: id.clone(),

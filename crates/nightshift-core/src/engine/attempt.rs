@@ -286,11 +286,8 @@ impl Engine<'_> {
         text.push_str(review_note.as_deref().unwrap_or_default());
         // What operators told the item since its last session (`nightshift tell`).
         let told_run = self.run_id();
-        text.push_str(&prompt::operator_note(&prompt::told(
-            &self.store,
-            &told_run,
-            &att.item,
-        )?));
+        let (told, told_through) = prompt::told(&self.store, &told_run, &att.item)?;
+        text.push_str(&prompt::operator_note(&told));
         let prompt_file = logs.join(format!("{stem}.prompt.md"));
         std::fs::write(&prompt_file, &text).map_err(io_err(&prompt_file))?;
         let mut env =
@@ -362,6 +359,7 @@ impl Engine<'_> {
                 &self.config.agent,
                 self.ws.root(),
             )),
+            told_through: Some(told_through),
         })?;
         let known_session = resume.clone();
         let worktree = PathBuf::from(&att.worktree);
@@ -395,7 +393,11 @@ impl Engine<'_> {
             resumed_from,
         });
         let watched = super::tamper::watch_control_plane(&self.git, &self.common_dir, att)?;
-        let (packet, sink) = self.session_packet(spec, &agent, budget, track)?;
+        let (packet, mut sink) = self.session_packet(spec, &agent, budget, track)?;
+        // What was told after the prompt's read goes down to it live.
+        if let Some(feed) = &mut sink.tell {
+            feed.after = told_through;
+        }
         let enforced = packet.enforce_budget;
         let seat = packet.budget.ledger.as_ref().map(|s| s.key);
         self.dispatch.spawn_session(

@@ -61,17 +61,19 @@ pub(super) struct Told {
     pub text: String,
 }
 
-/// The messages told to `item` in `run_id` since its last session started (all of them before
-/// its first), less those a live session took (`operator_message_delivered`): what the next
-/// session's prompt carries. Read from the journal, so a message is delivered once, live or to
-/// the first session that starts after it, crash or not.
+/// The messages told to `item` in `run_id` that no session's prompt carried yet (all of them
+/// before its first session), less those a live session took (`operator_message_delivered`):
+/// what the next session's prompt carries, and the journal position they were read up to
+/// (the session journals it as `told_through`, so a message told between this read and its
+/// `session_started` is the next session's, never lost). Read from the journal, so a message is
+/// delivered once, live or in a prompt, crash or not.
 pub(super) fn told(
     store: &crate::store::Store,
     run_id: &str,
     item: &str,
-) -> Result<Vec<Told>, crate::store::StoreError> {
+) -> Result<(Vec<Told>, i64), crate::store::StoreError> {
     use crate::store::EventKind;
-    let mut pending = Vec::new();
+    let mut pending: Vec<(i64, Told)> = Vec::new();
     let events = store.item_events(
         run_id,
         item,
@@ -93,23 +95,34 @@ pub(super) fn told(
             _ => None,
         })
         .collect();
+    let through = events.iter().map(|e| e.seq).max().unwrap_or(0);
     for event in events {
         match event.kind {
             _ if live.contains(&event.seq) => {}
-            EventKind::SessionStarted { item: ref i, .. } if i == item => pending.clear(),
+            EventKind::SessionStarted {
+                item: ref i,
+                told_through,
+                ..
+            } if i == item => match told_through {
+                Some(t) => pending.retain(|(seq, _)| *seq > t),
+                None => pending.clear(),
+            },
             EventKind::OperatorMessage {
                 item: ref i,
                 who,
                 text,
-            } if i == item => pending.push(Told {
-                who,
-                at: event.at,
-                text,
-            }),
+            } if i == item => pending.push((
+                event.seq,
+                Told {
+                    who,
+                    at: event.at,
+                    text,
+                },
+            )),
             _ => {}
         }
     }
-    Ok(pending)
+    Ok((pending.into_iter().map(|(_, t)| t).collect(), through))
 }
 
 /// The prompt section for operator messages (empty when there are none).
@@ -206,6 +219,82 @@ mod tests {
             at: "2026-12-03T03:00:00Z".into(),
             text: text.into(),
         }
+    }
+
+    fn message(text: &str) -> crate::store::EventKind {
+        crate::store::EventKind::OperatorMessage {
+            item: "a".into(),
+            who: "alice".into(),
+            text: text.into(),
+        }
+    }
+
+    fn session(told_through: Option<i64>) -> crate::store::EventKind {
+        crate::store::EventKind::SessionStarted {
+            item: "a".into(),
+            attempt: 1,
+            iteration: 1,
+            log: "l".into(),
+            agent_session: None,
+            resumed: false,
+            agent: None,
+            told_through,
+        }
+    }
+
+    /// A message told between a prompt's read of the journal and its session's start is the
+    /// next session's (or its live input's), never taken as given: the session journals how far
+    /// its prompt read. A journal without that position keeps the old rule.
+    #[test]
+    fn a_message_told_while_a_session_starts_is_the_next_ones_never_lost() {
+        use crate::store::{EventKind, PlannedItem, Store};
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("tempdir: {e}"));
+        let mut store =
+            Store::open(&dir.path().join("state.db")).unwrap_or_else(|e| panic!("open: {e}"));
+        let mut record = |kind: EventKind| {
+            store
+                .record("r1", "t", kind)
+                .unwrap_or_else(|e| panic!("record: {e}"))
+                .seq
+        };
+        record(EventKind::RunStarted {
+            target: "main".into(),
+            base: "b0".into(),
+            max_iterations: 2,
+            max_attempts: 1,
+            items: vec![PlannedItem {
+                id: "a".into(),
+                prompt: "p".into(),
+                check: None,
+                shipped_by: None,
+            }],
+        });
+        record(message("first"));
+        let (first, through) =
+            super::told(&store, "r1", "a").unwrap_or_else(|e| panic!("told: {e}"));
+        assert_eq!(
+            first.iter().map(|t| t.text.as_str()).collect::<Vec<_>>(),
+            ["first"]
+        );
+        // `tell` writes before the session's start is journaled.
+        store
+            .record("r1", "t", message("second"))
+            .unwrap_or_else(|e| panic!("record: {e}"));
+        store
+            .record("r1", "t", session(Some(through)))
+            .unwrap_or_else(|e| panic!("record: {e}"));
+        let (next, _) = super::told(&store, "r1", "a").unwrap_or_else(|e| panic!("told: {e}"));
+        assert_eq!(
+            next.iter().map(|t| t.text.as_str()).collect::<Vec<_>>(),
+            ["second"],
+            "the message the first prompt did not read goes in the next"
+        );
+        // An older journal's session start (no position) took everything before it.
+        store
+            .record("r1", "t", session(None))
+            .unwrap_or_else(|e| panic!("record: {e}"));
+        let (after_old, _) = super::told(&store, "r1", "a").unwrap_or_else(|e| panic!("told: {e}"));
+        assert!(after_old.is_empty());
     }
 
     /// A live session's input gets the prompt first, then exactly what the dispatcher sent

@@ -138,6 +138,12 @@ pub enum EventKind {
         /// session was launched, model and arguments (what its receipt states).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         agent: Option<crate::receipt::AgentTuple>,
+        /// The journal position the session's prompt read the item's operator messages up to:
+        /// one told later (before this entry was written) is for the next session or its
+        /// live input, not taken as in this prompt. Absent in older journals (then every
+        /// message before this entry was).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        told_through: Option<i64>,
     },
     /// The CLI reported its own session id mid-session (Codex's `thread.started`), so a rerun
     /// after a crash can resume it.

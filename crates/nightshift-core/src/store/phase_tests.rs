@@ -159,6 +159,7 @@ fn event() -> impl Strategy<Value = EventKind> {
                 agent_session: resumed.then(|| "s".into()),
                 resumed,
                 agent: None,
+                told_through: None,
             }
         }),
         (target(), outcome()).prop_map(|((item, attempt), outcome)| EventKind::SessionEnded {

@@ -497,11 +497,18 @@ fn assemble(
                 item,
                 attempt,
                 iteration,
+                told_through,
                 ..
             } => {
-                // Every message not yet delivered is in this session's prompt.
-                for m in messages.entry(item.clone()).or_default() {
-                    if m.delivered == "not_delivered" {
+                // Every message not yet delivered that its prompt read (all before it, in a
+                // journal from before `told_through`) is in this session's prompt.
+                let seqs: Vec<i64> = message_seqs
+                    .iter()
+                    .filter(|(_, i)| i == item)
+                    .map(|(seq, _)| *seq)
+                    .collect();
+                for (m, seq) in messages.entry(item.clone()).or_default().iter_mut().zip(seqs) {
+                    if m.delivered == "not_delivered" && told_through.is_none_or(|t| seq <= t) {
                         m.delivered = "prompt".into();
                         m.delivered_to = Some(format!("attempt {attempt} iteration {iteration}"));
                         m.delivered_at = Some(event.at.clone());
