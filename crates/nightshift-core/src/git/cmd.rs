@@ -110,18 +110,7 @@ impl Git {
             .stdout(64 * 1024)
             .stderr(64 * 1024)
             .run(cmd)
-            .map_err(|e| match e {
-                RunError::Spawn(source) | RunError::Wait(source) => GitError::Spawn {
-                    args: args(),
-                    dir: self.dir.clone(),
-                    source,
-                },
-                RunError::TimedOut(_) => GitError::Timeout {
-                    args: args(),
-                    dir: self.dir.clone(),
-                    secs: timeout.as_secs(),
-                },
-            })?;
+            .map_err(|e| self.run_error(e, args(), timeout))?;
         if out.status.success() {
             return Ok(());
         }
@@ -140,6 +129,22 @@ impl Git {
                 .collect::<Vec<_>>()
                 .join("; "),
         })
+    }
+
+    /// What the bounded runner's failure to run `git <args>` (within `timeout`) is as git's.
+    fn run_error(&self, e: RunError, args: String, timeout: Duration) -> GitError {
+        match e {
+            RunError::Spawn(source) | RunError::Wait(source) => GitError::Spawn {
+                args,
+                dir: self.dir.clone(),
+                source,
+            },
+            RunError::TimedOut(_) => GitError::Timeout {
+                args,
+                dir: self.dir.clone(),
+                secs: timeout.as_secs(),
+            },
+        }
     }
 
     /// git in this directory with a predictable environment: `LC_ALL=C`, no prompts, no
@@ -240,18 +245,9 @@ impl Git {
         if let Some(input) = input {
             bounded = bounded.input(input);
         }
-        let done = bounded.run(cmd).map_err(|e| match e {
-            RunError::Spawn(source) | RunError::Wait(source) => GitError::Spawn {
-                args: display(),
-                dir: self.dir.clone(),
-                source,
-            },
-            RunError::TimedOut(_) => GitError::Timeout {
-                args: display(),
-                dir: self.dir.clone(),
-                secs: self.timeout.as_secs(),
-            },
-        })?;
+        let done = bounded
+            .run(cmd)
+            .map_err(|e| self.run_error(e, display(), self.timeout))?;
         Ok(Output {
             code: done.status.code().unwrap_or(-1),
             stdout: String::from_utf8_lossy(&done.stdout).into_owned(),
