@@ -393,11 +393,9 @@ impl Engine<'_> {
             resumed_from,
         });
         let watched = super::tamper::watch_control_plane(&self.git, &self.common_dir, att)?;
-        let (packet, mut sink) = self.session_packet(spec, &agent, budget, track)?;
-        // What was told after the prompt's read goes down to it live.
-        if let Some(feed) = &mut sink.tell {
-            feed.after = told_through;
-        }
+        // What is told after the prompt's read goes down to it live.
+        let (packet, sink) =
+            self.session_packet(spec, &agent, budget, track, Some(told_through))?;
         let enforced = packet.enforce_budget;
         let seat = packet.budget.ledger.as_ref().map(|s| s.key);
         self.dispatch.spawn_session(
@@ -517,7 +515,8 @@ impl Engine<'_> {
         attempt: u32,
         track: Option<CliTrack>,
     ) -> Result<ProcessEnd, EngineError> {
-        let (packet, mut sink) = self.session_packet(spec, agent, budget, track)?;
+        // Run on the loop's own thread: nothing forwards messages to it while it runs.
+        let (packet, mut sink) = self.session_packet(spec, agent, budget, track, None)?;
         let enforced = packet.enforce_budget;
         let seat = packet.budget.ledger.as_ref().map(|s| s.key);
         let mut failure = None;
@@ -565,13 +564,16 @@ impl Engine<'_> {
     }
 
     /// Everything a session needs to run on its own (the process, its parser and
-    /// bounds), and what its sink starts from.
+    /// bounds), and what its sink starts from. `told_through`: the journal position its prompt
+    /// read the item's operator messages up to, from which the loop sends it later ones (a CLI
+    /// that reads stdin while it works); `None`: it is sent none.
     pub(super) fn session_packet(
         &mut self,
         spec: ProcessSpec,
         agent: &crate::config::AgentConfig,
         budget: Budget,
         track: Option<CliTrack>,
+        told_through: Option<i64>,
     ) -> Result<(SessionPacket, super::dispatch::SessionSink), EngineError> {
         let stall = self.config.gates.mode("stall");
         let budget_gate = self.config.gates.mode("budget");
@@ -596,11 +598,7 @@ impl Engine<'_> {
             Some(prompt) if adapter.encode_input("").is_some() => {
                 let text = std::fs::read_to_string(prompt).map_err(io_err(prompt))?;
                 let (input, tx) = prompt::LiveTell::new(adapter, &text);
-                // Messages journaled from here on go down to it (`told` gave it the rest).
-                tell = Some(super::dispatch::TellFeed {
-                    tx,
-                    after: self.store.last_seq()?,
-                });
+                tell = told_through.map(|after| super::dispatch::TellFeed { tx, after });
                 Some(Box::new(input))
             }
             _ => None,
