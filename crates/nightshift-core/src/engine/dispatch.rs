@@ -683,12 +683,8 @@ impl Engine<'_> {
             if self.dispatch.jobs.contains_key(&item.id) {
                 continue;
             }
-            // A green attempt with no review to run goes straight to its merge: it waits for
-            // the slot too, or it would be merged onto a target about to move.
-            let straight_to_merge = att.phase == Phase::Green
-                && self.config.review.review.when == crate::config::ReviewWhen::Never
-                && att.candidate.as_deref() != Some(att.base.as_str());
-            if (wants_merge_slot(att.phase) || straight_to_merge)
+            let changed = att.candidate.as_deref() != Some(att.base.as_str());
+            if wants_merge_slot(att.phase, self.config.review.review.when, changed)
                 && holder.as_ref().is_some_and(|h| *h != item.id)
             {
                 continue;
@@ -844,9 +840,14 @@ fn holds_merge_slot(phase: Phase) -> bool {
     )
 }
 
-/// Phases whose next step takes the merge slot (or holds it).
-fn wants_merge_slot(phase: Phase) -> bool {
-    phase == Phase::ReviewedOk || holds_merge_slot(phase)
+/// Whether an attempt's next step takes the merge slot (or holds it): from `reviewed_ok` on,
+/// and a `green` one with changes and no review to run, which goes straight to its merge (else
+/// it would be merged onto a target about to move). With `when = "risky"` whether a review runs
+/// is known only after a diff, so such a one does not wait (decision 110).
+fn wants_merge_slot(phase: Phase, review: crate::config::ReviewWhen, changed: bool) -> bool {
+    let straight_to_merge =
+        phase == Phase::Green && review == crate::config::ReviewWhen::Never && changed;
+    straight_to_merge || phase == Phase::ReviewedOk || holds_merge_slot(phase)
 }
 
 #[cfg(test)]
@@ -938,9 +939,18 @@ mod tests {
 
     #[test]
     fn merge_phases_are_serialized() {
-        assert!(wants_merge_slot(Phase::ReviewedOk));
+        use crate::config::ReviewWhen;
+        assert!(wants_merge_slot(
+            Phase::ReviewedOk,
+            ReviewWhen::Always,
+            true
+        ));
         assert!(holds_merge_slot(Phase::Integrating));
-        assert!(!wants_merge_slot(Phase::Session));
+        assert!(!wants_merge_slot(Phase::Session, ReviewWhen::Never, true));
         assert!(!holds_merge_slot(Phase::ReviewedOk));
+        // Green with no review to run merges next; with a review, or nothing to merge, not.
+        assert!(wants_merge_slot(Phase::Green, ReviewWhen::Never, true));
+        assert!(!wants_merge_slot(Phase::Green, ReviewWhen::Always, true));
+        assert!(!wants_merge_slot(Phase::Green, ReviewWhen::Never, false));
     }
 }
