@@ -279,6 +279,24 @@ fn the_small_helper_binary_confines_alike_and_starts_nothing_once_its_engine_is_
     }
 }
 
+/// `<bin> __exec --spec <json> -- sh -c 'echo started > started.txt'` in `cwd`, the spec as
+/// given (not a [`Spec`]: it may hold what this build does not know).
+fn exec_raw(bin: &Path, json: &str, cwd: &Path) -> Output {
+    Command::new(bin)
+        .args([
+            "__exec",
+            "--spec",
+            json,
+            "--",
+            "sh",
+            "-c",
+            "echo started > started.txt",
+        ])
+        .current_dir(cwd)
+        .output()
+        .unwrap()
+}
+
 /// A spec with a rule the helper does not know (a `nightshift-exec` older than the
 /// `nightshift` beside it) is never run without that rule: the full binary refuses it, and the
 /// small helper hands it, arguments unchanged, to the `nightshift` beside it, once.
@@ -289,19 +307,7 @@ fn a_spec_the_helper_cannot_read_is_refused_or_handed_to_the_full_binary_never_d
     json["a_rule_from_a_newer_engine"] = serde_json::json!(["/secret"]);
     let json = json.to_string();
     let marker = layout.checkout.join("started.txt");
-    let out = Command::new(BIN)
-        .args([
-            "__exec",
-            "--spec",
-            &json,
-            "--",
-            "sh",
-            "-c",
-            "echo started > started.txt",
-        ])
-        .current_dir(&layout.checkout)
-        .output()
-        .unwrap();
+    let out = exec_raw(Path::new(BIN), &json, &layout.checkout);
     assert_eq!(out.status.code(), Some(125), "{}", all(&out));
     assert!(
         all(&out).contains("unknown field `a_rule_from_a_newer_engine`"),
@@ -325,19 +331,7 @@ fn a_spec_the_helper_cannot_read_is_refused_or_handed_to_the_full_binary_never_d
     )
     .unwrap();
     std::fs::set_permissions(&full, std::fs::Permissions::from_mode(0o755)).unwrap();
-    let out = Command::new(&small)
-        .args([
-            "__exec",
-            "--spec",
-            &json,
-            "--",
-            "sh",
-            "-c",
-            "echo started > started.txt",
-        ])
-        .current_dir(&layout.checkout)
-        .output()
-        .unwrap();
+    let out = exec_raw(&small, &json, &layout.checkout);
     assert_eq!(
         out.status.code(),
         Some(7),
